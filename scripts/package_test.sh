@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Packaging checks (run by .ci/run after scripts/test.sh), each in a fresh temporary directory:
+#   1. cmake-install: configure strata with tests off, `cmake --install` into a temporary prefix,
+#      then build and run tests/package/cmake (copied out of the source tree) against that prefix only.
+#   2. meson-subproject: build and run tests/package/meson with strata as a Meson subproject.
+#   3. meson-suite: `meson setup` + `meson test` of strata itself.
+# Prints "package tests: N passed, M failed" last; exits non-zero when any failed.
+# KEEP_TMP=1 keeps the temporary directory.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/deps.sh" || exit 1
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/strata-package.XXXXXX")"
+if [ "${KEEP_TMP:-0}" = 1 ]; then
+  echo "package tests: keeping $tmp"
+else
+  trap 'rm -rf "$tmp"' EXIT
+fi
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+# The consumers live outside the source tree, so nothing can reach include/ by a relative path.
+cp -R "$root/tests/package" "$tmp/package"
+
+cmake_install() {
+  local prefix="$tmp/prefix" build="$tmp/strata-build" consumer="$tmp/consumer-build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCHMARKS=OFF \
+    -DCMAKE_INSTALL_PREFIX="$prefix" &&
+  cmake --build "$build" &&
+  cmake --install "$build" &&
+  cmake -S "$tmp/package/cmake" -B "$consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF || return 1
+  # It must have found the strata just installed, and must not compile against the source tree.
+  local found
+  found="$(sed -n 's/^strata_DIR:[A-Z]*=//p' "$consumer/CMakeCache.txt")"
+  case "$found" in
+    "$prefix"/*) echo "strata_DIR=$found" ;;
+    *) echo "consumer found strata at '$found', not under $prefix"; return 1 ;;
+  esac
+  if grep -q -- "$root/include" "$consumer/compile_commands.json"; then
+    echo "consumer compiles against $root/include instead of the installed headers"; return 1
+  fi
+  cmake --build "$consumer" &&
+  ctest --test-dir "$consumer" --output-on-failure
+}
+
+meson_subproject() {
+  mkdir -p "$tmp/package/meson/subprojects" &&
+  ln -s "$root" "$tmp/package/meson/subprojects/strata" &&
+  meson setup "$tmp/consumer-meson" "$tmp/package/meson" &&
+  meson test -C "$tmp/consumer-meson" --print-errorlogs
+}
+
+meson_suite() {
+  meson setup "$tmp/strata-meson" "$root" &&
+  meson test -C "$tmp/strata-meson" --print-errorlogs
+}
+
+passed=0 failed=0 failed_names=()
+for t in cmake_install meson_subproject meson_suite; do
+  log="$tmp/$t.log"
+  start=$SECONDS
+  if ( set -x; "$t" ) >"$log" 2>&1; then
+    passed=$((passed + 1))
+    echo "package test $t: passed ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1)); failed_names+=("$t")
+    echo "package test $t: FAILED ($((SECONDS - start)) s); last lines of its log:"
+    tail -n 60 "$log" | sed 's/^/  | /'
+  fi
+done
+echo "package tests: $passed passed, $failed failed${failed_names:+ (${failed_names[*]})}"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,108 @@
+#pragma once
+/// \file Reader for the libsvm / svmlight sparse format: "label index:value index:value ..." per
+/// line, indices 1-based and strictly increasing. A '#' starts a comment (svmlight allows one
+/// at the end of a line); blank lines are skipped. The result is CSR with 0-based columns.
+#include <strata/core/error.hpp>
+#include <strata/ml/io/detail/line_reader.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <istream>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace strata::ml::io {
+
+/// A labelled sparse design matrix in CSR form (rows = examples), 0-based columns.
+struct libsvm_data {
+  std::vector<double> labels;               ///< one per row, as written (e.g. +1/-1, or a target)
+  std::vector<std::uint64_t> row_offsets{0};///< size rows+1; row i is [row_offsets[i], row_offsets[i+1])
+  std::vector<std::uint32_t> indices;       ///< 0-based column of each stored value, increasing within a row
+  std::vector<double> values;               ///< the stored values (explicit zeros kept as written)
+  std::uint32_t num_features = 0;           ///< 1 + the largest column index (0 when no values)
+
+  /// Number of examples.
+  std::size_t num_rows() const noexcept { return labels.size(); }
+  /// Number of stored values.
+  std::size_t nnz() const noexcept { return indices.size(); }
+  /// Column indices of row i.
+  std::span<const std::uint32_t> row_indices(std::size_t i) const noexcept {
+    return {indices.data() + row_offsets[i], static_cast<std::size_t>(row_offsets[i + 1] - row_offsets[i])};
+  }
+  /// Values of row i (parallel to row_indices(i)).
+  std::span<const double> row_values(std::size_t i) const noexcept {
+    return {values.data() + row_offsets[i], static_cast<std::size_t>(row_offsets[i + 1] - row_offsets[i])};
+  }
+};
+
+namespace detail {
+
+/// Parses a whole libsvm buffer; `name` only labels error messages.
+inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
+  libsvm_data out;
+  line_cursor lines(text);
+  std::string_view line;
+  while (lines.next(line)) {
+    const std::size_t ln = lines.line_number();
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    fields f(line);
+    if (f.at_end()) continue;
+    const std::string_view tl = f.next();
+    double label = 0;
+    if (!parse_float(tl, label)) fail(name, ln, "bad label " + quoted(tl) + " (want a finite number)");
+    std::uint32_t prev = 0;  // 1-based; 0 = none yet
+    for (std::string_view tok = f.next(); !tok.empty(); tok = f.next()) {
+      const auto colon = tok.find(':');
+      if (colon == std::string_view::npos) fail(name, ln, "bad feature " + quoted(tok) + " (want index:value)");
+      const std::string_view ti = tok.substr(0, colon), tv = tok.substr(colon + 1);
+      std::uint32_t idx = 0;
+      // Capped one below the maximum so that num_features = idx cannot overflow.
+      if (!parse_uint(ti, idx) || idx == 0 || idx == std::numeric_limits<std::uint32_t>::max())
+        fail(name, ln, "bad feature index " + quoted(ti) + " (want an integer >= 1)");
+      if (idx <= prev)
+        fail(name, ln, "feature index " + std::string(ti) + " not above the previous " + std::to_string(prev) +
+                           " (want strictly increasing indices)");
+      double v = 0;
+      if (!parse_float(tv, v)) fail(name, ln, "bad value " + quoted(tv) + " for feature " + std::string(ti));
+      prev = idx;
+      out.indices.push_back(idx - 1);
+      out.values.push_back(v);
+    }
+    out.num_features = std::max(out.num_features, prev);
+    out.labels.push_back(label);
+    out.row_offsets.push_back(out.indices.size());
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Reads a libsvm stream; `name` labels errors. Throws strata::error(bad_input, "name:line: ...").
+inline libsvm_data read_libsvm(std::istream& in, std::string_view name) {
+  const std::string text = detail::slurp(in, name);
+  return detail::parse_libsvm(text, name);
+}
+
+/// Reads a libsvm file. Throws strata::error (bad_input, or the OS code if it cannot open).
+inline libsvm_data read_libsvm(const std::filesystem::path& file) {
+  const std::string text = detail::slurp_file(file);
+  return detail::parse_libsvm(text, file.string());
+}
+
+/// Reads a libsvm stream; on error returns an empty result and sets `ec`.
+inline libsvm_data read_libsvm(std::istream& in, std::string_view name, std::error_code& ec) {
+  return detail::catch_into(ec, [&] { return read_libsvm(in, name); });
+}
+
+/// Reads a libsvm file; on error returns an empty result and sets `ec`.
+inline libsvm_data read_libsvm(const std::filesystem::path& file, std::error_code& ec) {
+  return detail::catch_into(ec, [&] { return read_libsvm(file); });
+}
+
+}  // namespace strata::ml::io

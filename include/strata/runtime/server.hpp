@@ -1,0 +1,193 @@
+#pragma once
+/// \file A server shard: applies flushed increments, tracks every worker's clock, parks reads until
+/// rows are fresh enough, and pushes rows to subscribers (ESSP at clock advances, VAP/async at once).
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../core/bytes.hpp"
+#include "../core/error.hpp"
+#include "../table/server_table.hpp"
+#include "../wire/messages.hpp"
+#include "params.hpp"
+
+namespace strata {
+
+using send_fn = std::function<void(endpoint dst, wire::message&& m)>;
+
+/// One process's server shard. Not thread-safe: the runtime calls it from one thread.
+class server_shard {
+ public:
+  static constexpr clock_type finished = std::numeric_limits<clock_type>::max() / 2;
+
+  server_shard(node_id me, worker_map wm, model_params mp, std::vector<std::unique_ptr<server_table_base>> tables,
+               send_fn send)
+      : me_(me), wm_(wm), mp_(mp), tables_(std::move(tables)), send_(std::move(send)),
+        clock_(wm.workers(), 0), folded_seq_(wm.workers(), 0), has_subs_(wm.workers(), false) {}
+
+  void on_message(endpoint src, wire::message&& m) {
+    std::visit([&](auto& x) { handle(src, x); }, m);
+  }
+
+  clock_type min_clock() const noexcept { return min_; }
+  server_table_base& table(table_id t) { return *tables_.at(t); }
+  std::size_t num_tables() const noexcept { return tables_.size(); }
+
+ private:
+  void handle(endpoint, wire::flush& f) {
+    if (f.from >= wm_.workers()) throw error(errc::bad_frame, "flush from unknown worker " + std::to_string(f.from));
+    byte_reader in(f.payload.bytes);
+    std::vector<std::pair<table_id, row_id>> touched;
+    for (std::uint32_t i = 0; i < f.count; ++i) {
+      const auto t = in.get<table_id>();
+      const auto r = in.get<row_id>();
+      if (t >= tables_.size()) throw error(errc::bad_frame, "flush names unknown table " + std::to_string(t));
+      tables_[t]->apply(r, in, f.tag, !mp_.exact);
+      if (!mp_.exact) touched.emplace_back(t, r);
+    }
+    if (mp_.exact) pending_seq_[f.tag].emplace_back(f.from, f.seq);
+    else folded_seq_[f.from] = f.seq;
+    clock_[f.from] = f.done ? finished : std::max(clock_[f.from], f.new_clock);
+    const clock_type before = min_;
+    min_ = *std::min_element(clock_.begin(), clock_.end());
+
+    if (mp_.exact) {
+      if (min_ > before) advance(before);
+    } else {
+      // Applied at once: acknowledge to the sender, push the touched rows to their subscribers.
+      push_rows(touched, f.from);
+      if (min_ > before) serve_parked();
+    }
+  }
+
+  void handle(endpoint, wire::row_request& q) {
+    if (q.from >= wm_.workers() || q.table >= tables_.size())
+      throw error(errc::bad_frame, "row request names unknown worker or table");
+    if (q.subscribe) {
+      tables_[q.table]->subscribe(q.row, q.from);
+      has_subs_[q.from] = true;
+    }
+    if (q.need <= min_ - 1) reply(q);
+    else parked_.push_back(q);
+  }
+
+  void handle(endpoint, wire::rows&) { throw error(errc::bad_frame, "server shard got a rows message"); }
+
+  void reply(const wire::row_request& q) {
+    wire::rows out;
+    out.shard = me_;
+    out.reflects = min_ - 1;
+    out.acked_seq = folded_seq_[q.from];
+    out.count = 1;
+    byte_writer w(out.payload.bytes);
+    w.put(q.table);
+    w.put(q.row);
+    tables_[q.table]->encode(q.row, w);
+    send_(wm_.of(q.from), std::move(out));
+  }
+
+  void serve_parked() {
+    std::vector<wire::row_request> still;
+    for (auto& q : parked_) {
+      if (q.need <= min_ - 1) reply(q);
+      else still.push_back(q);
+    }
+    parked_.swap(still);
+  }
+
+  /// Exact snapshots: the minimum clock moved from `before` to min_: fold, acknowledge, push, serve.
+  void advance(clock_type) {
+    std::vector<std::pair<table_id, row_id>> changed;
+    std::vector<row_id> rows;
+    for (table_id t = 0; t < tables_.size(); ++t) {
+      rows.clear();
+      tables_[t]->fold(min_, rows);
+      for (auto r : rows) changed.emplace_back(t, r);
+    }
+    std::vector<bool> acked(wm_.workers(), false);
+    while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
+      for (auto [w, s] : pending_seq_.begin()->second) {
+        folded_seq_[w] = std::max(folded_seq_[w], s);
+        acked[w] = true;
+      }
+      pending_seq_.erase(pending_seq_.begin());
+    }
+    std::sort(changed.begin(), changed.end());
+    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    const bool eager = mp_.push == push_mode::on_min_clock;
+    for (worker_id w = 0; w < wm_.workers(); ++w) {
+      const bool subscribed = eager && has_subs_[w] && clock_[w] != finished;
+      if (!acked[w] && !subscribed) continue;
+      wire::rows out;
+      out.shard = me_;
+      out.reflects = min_ - 1;
+      out.acked_seq = folded_seq_[w];
+      out.push = subscribed;
+      if (subscribed) {
+        byte_writer wr(out.payload.bytes);
+        for (auto [t, r] : changed) {
+          const auto* subs = tables_[t]->subscribers(r);
+          if (!subs || std::find(subs->begin(), subs->end(), w) == subs->end()) continue;
+          wr.put(t);
+          wr.put(r);
+          tables_[t]->encode(r, wr);
+          ++out.count;
+        }
+      }
+      send_(wm_.of(w), std::move(out));
+    }
+    serve_parked();
+  }
+
+  /// Applied-at-once models: send `from` its acknowledgement and each subscriber the rows it holds.
+  void push_rows(std::vector<std::pair<table_id, row_id>>& touched, worker_id from) {
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    std::unordered_map<worker_id, wire::rows> out;
+    auto msg = [&](worker_id w) -> wire::rows& {
+      auto [it, fresh] = out.try_emplace(w);
+      if (fresh) {
+        it->second.shard = me_;
+        it->second.acked_seq = folded_seq_[w];
+        it->second.reflects = min_ - 1;
+      }
+      return it->second;
+    };
+    msg(from);
+    if (mp_.push == push_mode::on_update) {
+      for (auto [t, r] : touched) {
+        const auto* subs = tables_[t]->subscribers(r);
+        if (!subs) continue;
+        for (worker_id w : *subs) {
+          if (clock_[w] == finished) continue;
+          auto& m = msg(w);
+          byte_writer wr(m.payload.bytes);
+          wr.put(t);
+          wr.put(r);
+          tables_[t]->encode(r, wr);
+          ++m.count;
+        }
+      }
+    }
+    for (auto& [w, m] : out) send_(wm_.of(w), std::move(m));
+  }
+
+  node_id me_;
+  worker_map wm_;
+  model_params mp_;
+  std::vector<std::unique_ptr<server_table_base>> tables_;
+  send_fn send_;
+  std::vector<clock_type> clock_;
+  clock_type min_ = 0;
+  std::vector<std::uint64_t> folded_seq_;
+  std::vector<bool> has_subs_;
+  std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
+  std::vector<wire::row_request> parked_;
+};
+
+}  // namespace strata

@@ -1,0 +1,255 @@
+#pragma once
+/// \file system<Consistency, Transport>: a parameter-server run composed from policy types.
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+
+#include "../consistency/model.hpp"
+#include "../core/error.hpp"
+#include "../table/server_table.hpp"
+#include "../table/table.hpp"
+#include "../transport/inproc.hpp"
+#include "../transport/transport.hpp"
+#include "params.hpp"
+#include "server.hpp"
+#include "task.hpp"
+#include "worker.hpp"
+
+namespace strata {
+
+/// A parameter-server system: consistency model C, transport T. Add tables, then `run` a worker
+/// program (a coroutine `task<>(worker&)`) on every worker thread of every local process.
+///
+///     strata::system<strata::essp<2>> sys({.nodes = 2, .workers_per_node = 2});
+///     auto t = sys.add_table<strata::dense_row<float>>(16);
+///     sys.run([&](strata::worker& w) -> strata::task<> { ... co_await w.clock(); });
+template <class C, class T = inproc>
+class system {
+  static_assert(detail::check_consistency_model<C>());
+  static_assert(transport<T>, "strata::system<C, T>: T must model strata::transport");
+
+ public:
+  using consistency = C;
+  using transport_type = T;
+
+  explicit system(system_config cfg, typename T::config tcfg = {})
+      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(model_params::of<C>(cfg)), transport_(std::move(tcfg)) {
+    if (cfg.nodes == 0 || cfg.workers_per_node == 0) throw error(errc::bad_input, "system needs >= 1 node and worker");
+  }
+  system(const system&) = delete;
+  system& operator=(const system&) = delete;
+  ~system() { stop_threads(); }
+
+  /// Adds a table of rows R, each `width` wide. Every process must add the same tables in the same order.
+  template <row_type R>
+  table_handle<R> add_table(std::size_t width) {
+    static_assert(detail::check_row_type<R>());
+    const auto id = static_cast<table_id>(tables_.size());
+    tables_.push_back({id, width, typeid(R).name()});
+    server_factories_.push_back([width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); });
+    worker_setup_.push_back([id, width](worker& w) { w.add_table<R>(id, width); });
+    return {id, width};
+  }
+
+  /// Runs `program(worker&) -> task<>` on every local worker; returns when every worker of the run
+  /// has finished and all of its updates are applied. Rethrows the first worker's exception.
+  template <class F>
+  void run(F&& program) {
+    start();
+    for (auto& ws : workers_) {
+      asio::post(ws->ctx, [this, ws = ws.get(), &program] {
+        ws->program = std::make_unique<task<>>(program(*ws->w));
+        ws->program->start([this, ws](std::exception_ptr e) {
+          if (e) record_error(e);
+          ws->w->finish([this, ws] {
+            ws->finished = true;
+            progress();
+          });
+        });
+      });
+    }
+    wait_until_finished();
+    stop_threads();
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  /// The final value of a row held by a local shard, after `run`.
+  template <row_type R>
+  R row(table_handle<R> h, row_id r) {
+    const node_id n = owner_of(h.id, r, wm_.nodes);
+    for (auto& s : servers_)
+      if (s->node == n) return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r);
+    throw error(errc::bad_input, "row " + std::to_string(r) + " is held by another process");
+  }
+
+  /// Statistics of each local worker of the last run (in worker-id order).
+  std::vector<worker_stats> stats() const {
+    std::vector<worker_stats> out;
+    for (auto& ws : workers_) out.push_back(ws->w->stats());
+    return out;
+  }
+  /// All local workers' statistics merged.
+  worker_stats total_stats() const {
+    worker_stats t;
+    for (auto& ws : workers_) t.merge(ws->w->stats());
+    return t;
+  }
+  const system_config& config() const noexcept { return cfg_; }
+  const model_params& model() const noexcept { return mp_; }
+  T& transport() noexcept { return transport_; }
+  /// Tables, model and shape as text; processes of one run must agree on it.
+  std::string signature() const {
+    std::string s = mp_.describe() + ";nodes=" + std::to_string(wm_.nodes) + ";wpn=" + std::to_string(wm_.per_node);
+    for (auto& t : tables_) s += ";t" + std::to_string(t.id) + ":" + t.row_kind + "/" + std::to_string(t.width);
+    return s;
+  }
+
+ private:
+  struct server_slot {
+    node_id node;
+    asio::io_context ctx;
+    std::unique_ptr<server_shard> shard;
+    std::thread thread;
+  };
+  struct worker_slot {
+    asio::io_context ctx;
+    std::unique_ptr<worker> w;
+    std::unique_ptr<task<>> program;
+    bool finished = false;  // touched on the worker's thread only
+    std::thread thread;
+  };
+
+  void start() {
+    if (!servers_.empty() || !workers_.empty()) throw error(errc::bad_input, "system::run may be called once");
+    auto send = [this](endpoint src) {
+      return [this, src](endpoint dst, wire::message&& m) { transport_.send(src, dst, std::move(m)); };
+    };
+    for (node_id n = 0; n < wm_.nodes; ++n) {
+      if (!transport_.is_local(n)) continue;
+      auto s = std::make_unique<server_slot>();
+      s->node = n;
+      std::vector<std::unique_ptr<server_table_base>> tabs;
+      for (auto& f : server_factories_) tabs.push_back(f());
+      s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
+      transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
+        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
+          guarded([&] { s->shard->on_message(src, std::move(m)); });
+          if (s->shard->min_clock() == server_shard::finished) progress();
+        });
+      });
+      servers_.push_back(std::move(s));
+      for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
+        const worker_id id = n * wm_.per_node + i;
+        auto ws = std::make_unique<worker_slot>();
+        ws->w = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)));
+        for (auto& f : worker_setup_) f(*ws->w);
+        transport_.bind(wm_.of(id), [this, ws = ws.get()](endpoint src, wire::message&& m) {
+          asio::post(ws->ctx, [this, ws, src, m = std::move(m)]() mutable {
+            guarded([&] { ws->w->on_message(src, std::move(m)); });
+          });
+        });
+        workers_.push_back(std::move(ws));
+      }
+    }
+    transport_.on_fatal([this](std::error_code ec, const std::string& what) {
+      record_error(std::make_exception_ptr(error(ec, what)));
+      progress();
+    });
+    transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
+    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
+    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c); });
+  }
+
+  static void run_ctx(asio::io_context& c) {
+    auto guard = asio::make_work_guard(c);
+    c.run();
+  }
+
+  template <class F>
+  void guarded(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      record_error(std::current_exception());
+      progress();
+    }
+  }
+
+  void record_error(std::exception_ptr e) {
+    std::lock_guard lk(mu_);
+    if (!error_) error_ = e;
+  }
+  void progress() {
+    std::lock_guard lk(mu_);
+    ++progress_;
+    cv_.notify_all();
+  }
+  void wait_until_finished() {
+    std::unique_lock lk(mu_);
+    for (;;) {
+      if (error_) return;
+      const auto seen = progress_;
+      lk.unlock();
+      // Read the workers' and shards' state on their own threads, so no state is shared unsynchronised.
+      const bool done = all_on_threads();
+      lk.lock();
+      if (done || error_) return;
+      cv_.wait(lk, [&] { return progress_ != seen || error_; });
+    }
+  }
+  bool all_on_threads() {
+    std::atomic<int> ok{0};
+    std::atomic<int> pending{static_cast<int>(workers_.size() + servers_.size())};
+    std::mutex m;
+    std::condition_variable cv;
+    auto note = [&](bool good) {
+      if (good) ok++;
+      if (--pending == 0) { std::lock_guard l(m); cv.notify_all(); }
+    };
+    for (auto& ws : workers_)
+      asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->program && ws->program->done() && ws->finished); });
+    for (auto& s : servers_)
+      asio::post(s->ctx, [&, s = s.get()] { note(s->shard->min_clock() == server_shard::finished); });
+    std::unique_lock l(m);
+    cv.wait(l, [&] { return pending == 0; });
+    return ok == static_cast<int>(workers_.size() + servers_.size());
+  }
+
+  void stop_threads() {
+    transport_.stop();
+    for (auto& s : servers_) s->ctx.stop();
+    for (auto& w : workers_) w->ctx.stop();
+    for (auto& s : servers_)
+      if (s->thread.joinable()) s->thread.join();
+    for (auto& w : workers_)
+      if (w->thread.joinable()) w->thread.join();
+  }
+
+  system_config cfg_;
+  worker_map wm_;
+  model_params mp_;
+  T transport_;
+  std::vector<table_info> tables_;
+  std::vector<std::function<std::unique_ptr<server_table_base>()>> server_factories_;
+  std::vector<std::function<void(worker&)>> worker_setup_;
+  std::vector<std::unique_ptr<server_slot>> servers_;
+  std::vector<std::unique_ptr<worker_slot>> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t progress_ = 0;
+  std::exception_ptr error_;
+};
+
+}  // namespace strata

@@ -1,0 +1,323 @@
+#pragma once
+/// \file The worker: a coroutine's view of the parameter server (get / inc / clock), with its row
+/// cache, oplog, staleness histogram and blocking-time accounting. One per worker thread.
+#include <chrono>
+#include <cmath>
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "../core/bytes.hpp"
+#include "../core/stats.hpp"
+#include "../table/client_table.hpp"
+#include "../table/table.hpp"
+#include "../wire/messages.hpp"
+#include "params.hpp"
+#include "server.hpp"
+
+namespace strata {
+
+/// What a worker measured during a run.
+struct worker_stats {
+  int_histogram staleness;        ///< observed staleness of every read: (clock - 1) - reflected clock
+  double wait_s = 0;              ///< time spent suspended in get / inc / finish
+  std::uint64_t reads = 0;        ///< get() calls
+  std::uint64_t waited_reads = 0; ///< get() calls that suspended
+  std::uint64_t flushes = 0;      ///< flush messages sent
+  double max_unacked_mass = 0;    ///< largest un-propagated update mass seen after an inc
+  void merge(const worker_stats& o) {
+    staleness.merge(o.staleness);
+    wait_s += o.wait_s;
+    reads += o.reads;
+    waited_reads += o.waited_reads;
+    flushes += o.flushes;
+    max_unacked_mass = std::max(max_unacked_mass, o.max_unacked_mass);
+  }
+};
+
+/// A worker's handle on the parameter server. Its methods run on the worker's own thread, where
+/// its coroutines run and its messages are delivered, so nothing here takes a lock.
+///
+/// References returned by `get` stay valid until the worker's next `co_await`.
+class worker {
+ public:
+  worker(worker_id id, worker_map wm, model_params mp, send_fn send)
+      : id_(id), wm_(wm), mp_(mp), send_(std::move(send)), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
+        inflight_mass_(wm.nodes) {
+    bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
+  }
+  worker(const worker&) = delete;
+  worker& operator=(const worker&) = delete;
+
+  worker_id id() const noexcept { return id_; }
+  std::uint32_t num_workers() const noexcept { return wm_.workers(); }
+  /// The worker's clock: the number of clock() calls so far.
+  clock_type current_clock() const noexcept { return clock_; }
+  const worker_stats& stats() const noexcept { return stats_; }
+  const model_params& model() const noexcept { return mp_; }
+  /// Sum of |delta| of this worker's increments not yet applied at their server shards.
+  double unacked_mass() const noexcept { return oplog_mass_ + inflight_total_; }
+  /// The per-worker share of the value bound (infinity when unbounded).
+  double mass_bound() const noexcept { return bound_; }
+
+  // ---- get ---------------------------------------------------------------------------------
+
+  template <row_type R>
+  class [[nodiscard]] get_awaiter {
+   public:
+    get_awaiter(worker& w, client_table<R>& t, row_id r) : w_(w), t_(t), r_(r) {}
+    bool await_ready() {
+      w_.stats_.reads++;
+      need_ = required_clock(w_.clock_, w_.mp_.staleness);
+      e_ = &t_.slot(r_);
+      return ready();
+    }
+    void await_suspend(std::coroutine_handle<> h) {
+      w_.stats_.waited_reads++;
+      w_.suspend(h, [this] { return ready(); });
+    }
+    const R& await_resume() {
+      w_.stats_.staleness.add((w_.clock_ - 1) - reflects());
+      return e_->data;
+    }
+
+   private:
+    clock_type reflects() const noexcept {
+      clock_type t = e_->reflects;
+      if (w_.mp_.push == push_mode::on_min_clock)
+        t = std::max(t, w_.push_reflects_[owner_of(t_.id(), r_, w_.wm_.nodes)]);
+      return t;
+    }
+    bool fresh() const noexcept { return e_->valid && reflects() >= need_; }
+    /// True when the cached row will do; otherwise makes sure a request (or, for a subscribed
+    /// row under ESSP, the next push) is on its way.
+    bool ready() {
+      if (fresh()) return true;
+      if (!e_->requested && !(w_.mp_.push == push_mode::on_min_clock && e_->valid)) {
+        e_->requested = true;
+        w_.send_(endpoint{owner_of(t_.id(), r_, w_.wm_.nodes), 0},
+                 wire::row_request{w_.id_, t_.id(), r_, need_, w_.mp_.push != push_mode::none});
+      }
+      return false;
+    }
+    worker& w_;
+    client_table<R>& t_;
+    row_id r_;
+    clock_type need_ = 0;
+    typename client_table<R>::entry* e_ = nullptr;
+  };
+
+  /// Reads a row: at once from the cache when it is fresh enough for the consistency model,
+  /// otherwise suspends until the server's reply or push arrives.
+  template <row_type R>
+  get_awaiter<R> get(table_handle<R> h, row_id r) {
+    return {*this, table<R>(h), r};
+  }
+
+  // ---- inc ---------------------------------------------------------------------------------
+
+  /// Applies an increment, first waiting (value-bounded models only) until it fits the bound.
+  template <class Apply>
+  class [[nodiscard]] inc_awaiter {
+   public:
+    inc_awaiter(worker& w, double mass, Apply a) : w_(w), mass_(mass), apply_(std::move(a)) {}
+    bool await_ready() {
+      if (w_.fits(mass_)) {
+        apply();
+        return true;
+      }
+      w_.flush(false);  // send what is pending now, then wait for acknowledgements
+      return false;
+    }
+    void await_suspend(std::coroutine_handle<> h) {
+      w_.suspend(h, [this] { return w_.fits(mass_); });
+    }
+    void await_resume() {
+      if (!applied_) apply();
+    }
+
+   private:
+    void apply() {
+      applied_ = true;
+      apply_();
+      w_.oplog_mass_ += mass_;
+      w_.stats_.max_unacked_mass = std::max(w_.stats_.max_unacked_mass, w_.unacked_mass());
+      // An increment larger than the whole bound cannot wait its way under it: send it alone.
+      if (w_.unacked_mass() > w_.bound_) w_.flush(false);
+    }
+    worker& w_;
+    double mass_;
+    Apply apply_;
+    bool applied_ = false;
+  };
+
+  /// Adds `v` to column `c` of row `r`. Visible to this worker's reads at once (read-my-writes).
+  template <row_type R>
+  auto inc(table_handle<R> h, row_id r, col_id c, typename R::value_type v) {
+    auto& t = table<R>(h);
+    const double m = std::isfinite(bound_) ? std::abs(static_cast<double>(v)) : 0.0;
+    return make_inc(m, [&t, r, c, v] { t.inc(r, c, v); });
+  }
+  /// Adds a whole delta row (dense, or the non-zeros of a sparse row) to row `r`.
+  template <row_type R>
+  auto inc_row(table_handle<R> h, row_id r, R delta) {
+    auto& t = table<R>(h);
+    const double m = std::isfinite(bound_) ? delta.magnitude() : 0.0;
+    return make_inc(m, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
+  }
+
+  // ---- clock -------------------------------------------------------------------------------
+
+  struct [[nodiscard]] clock_awaiter {
+    bool await_ready() const noexcept { return true; }
+    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    void await_resume() const noexcept {}
+  };
+  /// Ends this worker's iteration: sends one message per server shard with the aggregated
+  /// increments and the new clock. Never waits (reads enforce the staleness bound).
+  clock_awaiter clock() {
+    flush(true);
+    return {};
+  }
+
+  // ---- runtime side ------------------------------------------------------------------------
+
+  /// Registers a table (same order on every worker and shard).
+  template <row_type R>
+  void add_table(table_id id, std::size_t width) {
+    if (tables_.size() != id) throw error(errc::bad_input, "tables must be added in id order");
+    tables_.push_back(std::make_unique<client_table<R>>(id, width, wm_.nodes));
+  }
+
+  /// Handles a message delivered to this worker, then resumes coroutines whose wait is over.
+  void on_message(endpoint, wire::message&& m) {
+    auto* rows = std::get_if<wire::rows>(&m);
+    if (!rows) throw error(errc::bad_frame, "worker got a message that is not rows");
+    const node_id s = rows->shard;
+    if (s >= wm_.nodes) throw error(errc::bad_frame, "rows from unknown shard");
+    auto& q = inflight_mass_[s];
+    while (!q.empty() && q.front().first <= rows->acked_seq) {
+      inflight_total_ -= q.front().second;
+      q.pop_front();
+    }
+    if (q.empty() && all_acked()) inflight_total_ = 0;  // drop floating-point residue
+    for (auto& t : tables_) t->ack(s, rows->acked_seq);
+    byte_reader in(rows->payload.bytes);
+    for (std::uint32_t i = 0; i < rows->count; ++i) {
+      const auto t = in.get<table_id>();
+      const auto r = in.get<row_id>();
+      if (t >= tables_.size()) throw error(errc::bad_frame, "rows name unknown table");
+      tables_[t]->on_row(s, r, in, rows->reflects, rows->push);
+    }
+    if (rows->push) push_reflects_[s] = std::max(push_reflects_[s], rows->reflects);
+    wake();
+  }
+
+  /// After the worker's program returns: flush the rest, tell the shards it is done, and call
+  /// `done` once every flush is acknowledged (then its updates are in the servers' rows).
+  void finish(std::function<void()> done) {
+    flush(true, true);
+    finish_done_ = std::move(done);
+    if (all_acked()) return std::exchange(finish_done_, {})();
+    finish_started_ = clock_now();
+  }
+
+ private:
+  template <class F>
+  inc_awaiter<F> make_inc(double mass, F f) {
+    return inc_awaiter<F>(*this, mass, std::move(f));
+  }
+  bool fits(double mass) const noexcept {
+    return unacked_mass() == 0 || unacked_mass() + mass <= bound_;
+  }
+  bool all_acked() const noexcept {
+    for (const auto& q : inflight_mass_)
+      if (!q.empty()) return false;
+    return true;
+  }
+  template <row_type R>
+  client_table<R>& table(table_handle<R> h) {
+    return static_cast<client_table<R>&>(*tables_[h.id]);
+  }
+
+  /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
+  void flush(bool advance_clock, bool done = false) {
+    const clock_type tag = clock_;
+    if (advance_clock) ++clock_;
+    for (node_id s = 0; s < wm_.nodes; ++s) {
+      wire::flush f;
+      f.from = id_;
+      f.tag = tag;
+      f.new_clock = clock_;
+      f.done = done;
+      byte_writer w(f.payload.bytes);
+      const std::uint64_t seq = seq_[s] + 1;
+      for (auto& t : tables_) f.count += t->flush_to(s, seq, w);
+      if (f.count == 0 && !advance_clock && !done) continue;
+      f.seq = seq_[s] = seq;
+      inflight_mass_[s].emplace_back(seq, 0.0);
+      ++stats_.flushes;
+      send_(endpoint{s, 0}, std::move(f));
+    }
+    // The oplog's mass is now in flight; charge it to the first shard's newest flush, since only
+    // the total matters and all of it is acknowledged when every shard has acknowledged.
+    if (oplog_mass_ > 0) {
+      for (auto& q : inflight_mass_)
+        if (!q.empty()) { q.back().second += oplog_mass_; break; }
+      inflight_total_ += oplog_mass_;
+      oplog_mass_ = 0;
+    }
+  }
+
+  static double clock_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+  struct waiter {
+    std::coroutine_handle<> h;
+    std::function<bool()> ready;
+    double since;
+  };
+  void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
+    waiters_.push_back({h, std::move(ready), clock_now()});
+  }
+  void wake() {
+    for (bool again = true; again;) {
+      again = false;
+      for (std::size_t i = 0; i < waiters_.size(); ++i) {
+        if (!waiters_[i].ready()) continue;
+        auto h = waiters_[i].h;
+        stats_.wait_s += clock_now() - waiters_[i].since;
+        waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
+        h.resume();  // may add waiters or send: rescan from the start
+        again = true;
+        break;
+      }
+    }
+    if (finish_done_ && all_acked()) {
+      stats_.wait_s += clock_now() - finish_started_;
+      std::exchange(finish_done_, {})();
+    }
+  }
+
+  worker_id id_;
+  worker_map wm_;
+  model_params mp_;
+  send_fn send_;
+  clock_type clock_ = 0;
+  double bound_;
+  std::vector<std::unique_ptr<client_table_base>> tables_;
+  std::vector<std::uint64_t> seq_;                // last flush seq per shard
+  std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
+  std::vector<std::deque<std::pair<std::uint64_t, double>>> inflight_mass_;  // per shard: (seq, mass)
+  double inflight_total_ = 0, oplog_mass_ = 0;
+  std::vector<waiter> waiters_;
+  std::function<void()> finish_done_;
+  double finish_started_ = 0;
+  worker_stats stats_;
+};
+
+}  // namespace strata

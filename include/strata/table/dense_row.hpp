@@ -1,0 +1,52 @@
+#pragma once
+/// \file dense_row<T>: a fixed-width contiguous row on xtensor storage; travels as raw bytes.
+#include <cstddef>
+#include <span>
+
+#include <xtensor/xtensor.hpp>
+
+#include "row.hpp"
+
+namespace strata {
+
+/// A contiguous row of `width` values. Its delta form is itself (element-wise add).
+template <class T>
+class dense_row {
+ public:
+  using value_type = T;
+  dense_row() = default;
+  explicit dense_row(std::size_t width) : v_(typename storage::shape_type{width}, T{}) {}
+
+  void inc(col_id c, T d) { v_.data()[c] += d; }
+  void add(const dense_row& o) {
+    if (v_.size() == 0) { v_ = o.v_; return; }
+    T* p = v_.data();
+    const T* q = o.v_.data();
+    for (std::size_t i = 0, n = v_.size(); i < n; ++i) p[i] += q[i];
+  }
+  T get(col_id c) const { return v_.data()[c]; }
+  T operator[](col_id c) const { return v_.data()[c]; }
+  std::size_t width() const noexcept { return v_.size(); }
+  bool empty() const noexcept { return v_.size() == 0; }
+  double magnitude() const noexcept {
+    double m = 0;
+    for (T x : span()) m += static_cast<double>(x < T{} ? -x : x);
+    return m;
+  }
+  /// The values as an xtensor, for expression arithmetic.
+  const xt::xtensor<T, 1>& values() const noexcept { return v_; }
+  std::span<const T> span() const noexcept { return {v_.data(), v_.size()}; }
+
+  void encode(byte_writer& w) const { w.put_span(span()); }
+  static dense_row decode(byte_reader& r, std::size_t width) {
+    dense_row row(width);
+    r.get_span(std::span<T>(row.v_.data(), width));
+    return row;
+  }
+
+ private:
+  using storage = xt::xtensor<T, 1>;
+  storage v_;
+};
+
+}  // namespace strata

@@ -1,0 +1,45 @@
+#pragma once
+/// \file The row concept: what a table row type must offer (increment, merge, encode).
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/bytes.hpp"
+
+namespace strata {
+
+/// Column index inside a row.
+using col_id = std::uint32_t;
+
+/// A row type R stores values of R::value_type, is built with a width, takes commutative increments
+/// (`inc(col, v)`, `add(other)`: a row doubles as an aggregated delta), reads `get(col)`, reports
+/// `magnitude()` (sum of |value|, for value-bounded consistency), and
+/// encodes itself as bytes (`encode` / `R::decode`) for the wire.
+template <class R>
+concept row_type = std::default_initializable<R> && std::copyable<R> &&
+    requires(R r, const R cr, col_id c, typename R::value_type v, byte_writer& w, byte_reader& rd,
+             std::size_t width) {
+      typename R::value_type;
+      { R(width) };
+      { r.inc(c, v) };
+      { r.add(cr) };
+      { cr.get(c) } -> std::convertible_to<typename R::value_type>;
+      { cr.width() } -> std::convertible_to<std::size_t>;
+      { cr.empty() } -> std::convertible_to<bool>;
+      { cr.magnitude() } -> std::convertible_to<double>;
+      { cr.encode(w) };
+      { R::decode(rd, width) } -> std::same_as<R>;
+    };
+
+namespace detail {
+/// Checks row_type with a message that says what to write.
+template <class R>
+constexpr bool check_row_type() {
+  static_assert(row_type<R>,
+                "strata: a table row type must model strata::row_type: R(width), inc(col, v), add(const R&), "
+                "get(col), width(), empty(), magnitude() (sum of |value|), encode(byte_writer&) and static R decode(byte_reader&, width)");
+  return true;
+}
+}  // namespace detail
+
+}  // namespace strata

@@ -1,0 +1,91 @@
+#pragma once
+/// \file The messages workers and server shards exchange, with cereal serialization for the wire.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <cereal/types/string.hpp>
+#include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
+
+#include "../core/ids.hpp"
+
+namespace strata {
+
+/// An addressable party: slot 0 of a node is its server shard, slot 1 + i its i-th local worker.
+struct endpoint {
+  node_id node = 0;
+  std::uint32_t slot = 0;
+  friend bool operator==(const endpoint&, const endpoint&) = default;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(node, slot); }
+};
+
+namespace wire {
+
+/// Bumped whenever a message layout changes; peers with another version are refused.
+inline constexpr std::uint32_t protocol_version = 1;
+
+/// Raw bytes that cereal writes as one contiguous block.
+struct blob {
+  std::vector<std::byte> bytes;
+  template <class Ar>
+  void save(Ar& ar) const {
+    ar(static_cast<std::uint64_t>(bytes.size()));
+    ar(cereal::binary_data(bytes.data(), bytes.size()));
+  }
+  template <class Ar>
+  void load(Ar& ar) {
+    std::uint64_t n = 0;
+    ar(n);
+    bytes.resize(n);  // bounded by the frame size limit checked before parsing
+    ar(cereal::binary_data(bytes.data(), n));
+  }
+};
+
+/// Worker -> shard: the worker's aggregated increments for rows on that shard, and its clock.
+/// One per destination shard per flush. Payload: `count` times (table u32, row u64, encoded row).
+struct flush {
+  worker_id from = 0;
+  std::uint64_t seq = 0;          ///< per (worker, shard), starts at 1
+  clock_type tag = 0;             ///< clock the increments were made at
+  clock_type new_clock = 0;       ///< the worker's clock after this flush
+  bool done = false;              ///< the worker has finished: it will send no more
+  std::uint32_t count = 0;
+  blob payload;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(from, seq, tag, new_clock, done, count, payload); }
+};
+
+/// Worker -> shard: send me this row once it reflects every update through `need`.
+struct row_request {
+  worker_id from = 0;
+  table_id table = 0;
+  row_id row = 0;
+  clock_type need = 0;
+  bool subscribe = false;         ///< register for pushes (ESSP, VAP, async)
+  template <class Ar>
+  void serialize(Ar& ar) { ar(from, table, row, need, subscribe); }
+};
+
+/// Shard -> worker: rows (a reply or a push) and the acknowledgement of the worker's flushes.
+/// Every row in it reflects all updates through `reflects` and holds the worker's flushes up to
+/// `acked_seq` and none after. Payload: `count` times (table u32, row u64, encoded row).
+struct rows {
+  node_id shard = 0;
+  clock_type reflects = no_clock;
+  std::uint64_t acked_seq = 0;
+  bool push = false;              ///< sent at a clock advance: `reflects` holds for all subscribed rows
+  std::uint32_t count = 0;
+  blob payload;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(shard, reflects, acked_seq, push, count, payload); }
+};
+
+/// Any message of the parameter-server protocol.
+using message = std::variant<flush, row_request, rows>;
+
+}  // namespace wire
+}  // namespace strata

@@ -7,20 +7,23 @@
 namespace strata {
 
 /// Stale synchronous parallel: a read at clock c sees every update at clocks <= c - S - 1, pulled on
-/// demand. `ssp<dynamic_bound>` takes S from system_config::staleness.
+/// demand. As in Bösen the server applies updates as they arrive, so a read may also hold later ones.
+/// `ssp<dynamic_bound>` takes S from system_config::staleness.
 template <int S>
 struct ssp {
   static_assert(S >= 0 || S == dynamic_bound, "strata::ssp<S>: the staleness bound S must be >= 0");
   using consistency_tag = void;
   static constexpr int staleness = S;
   static constexpr push_mode push = push_mode::none;
-  static constexpr bool exact_snapshots = true;
+  static constexpr bool exact_snapshots = false;
   static constexpr double value_bound = std::numeric_limits<double>::infinity();
   static constexpr const char* name() noexcept { return "ssp"; }
 };
 
-/// Bulk synchronous parallel: SSP with staleness 0 (a read at clock c sees exactly the clocks < c).
+/// Bulk synchronous parallel: SSP with staleness 0, served as exact snapshots: a read at clock c sees
+/// exactly the updates of clocks < c (the server holds later ones back until every worker is there).
 struct bsp : ssp<0> {
+  static constexpr bool exact_snapshots = true;
   static constexpr const char* name() noexcept { return "bsp"; }
 };
 

@@ -11,7 +11,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <numbers>
 #include <random>
 #include <ranges>
 #include <span>
@@ -193,9 +192,14 @@ class sparse_lda_sampler {
     refresh();
   }
 
-  /// Replaces the topic totals (e.g. with a fresh server row at a clock); O(K).
+  /// Replaces the topic totals (e.g. with a fresh server row at a clock); O(K). Also unbinds
+  /// the current document, so a refresh between documents never reads a document's counts
+  /// after the caller has dropped them; call begin_document again before sampling.
   void set_topic_totals(std::span<const lda_count> totals) {
+    if (totals.size() < p_.num_topics)
+      throw strata::error(errc::bad_input, "sparse_lda_sampler: topic totals shorter than K");
     std::copy_n(totals.begin(), p_.num_topics, nk_.begin());
+    doc_ = {};
     refresh();
   }
   /// The sampler's current view of the topic totals n_k.
@@ -205,6 +209,12 @@ class sparse_lda_sampler {
   /// O(K): the s bucket is also recomputed here so rounding drift cannot accumulate across docs.
   void begin_document(std::span<lda_count> doc_topic) {
     doc_ = doc_topic;
+    refresh();
+  }
+
+  /// Unbinds the current document (sampling then treats all n_dk as 0); O(K).
+  void end_document() {
+    doc_ = {};
     refresh();
   }
 
@@ -219,7 +229,7 @@ class sparse_lda_sampler {
   std::uint32_t sample(std::span<const topic_count> word_row, URBG& rng) {
     return draw(word_row, npos, rng);
   }
-  /// As above with a dense word row of length K (zeros are skipped, so only the q walk is O(K)).
+  /// As above with a dense word row of length K (then the q bucket costs O(K)).
   template <class URBG>
   std::uint32_t sample(std::span<const lda_count> word_row, URBG& rng) {
     return draw_dense(word_row, npos, rng);
@@ -227,7 +237,8 @@ class sparse_lda_sampler {
 
   /// The whole Gibbs step for one token currently assigned `old`, whose word row still INCLUDES
   /// the token: remove(old), draw with that row's count for `old` read one lower, add(new).
-  /// Returns the new topic; the caller moves the token in its word row (and nowhere else).
+  /// Returns the new topic. The bound document and the sampler's own totals are already updated;
+  /// the caller applies the move to its word row and to any shared topic-total table.
   template <class URBG>
   std::uint32_t resample(std::uint32_t old, std::span<const topic_count> word_row, URBG& rng) {
     remove(old);
@@ -338,19 +349,17 @@ class sparse_lda_sampler {
     return finish(q, [&](std::size_t i) { return row[i].topic; }, rng);
   }
 
+  // Dense rows: weights for all K topics, zeros included, so the loop has no data-dependent
+  // branch (skipping zeros mispredicts on half-filled rows and costs more than it saves).
   template <class URBG>
   std::uint32_t draw_dense(std::span<const lda_count> row, std::uint32_t exclude, URBG& rng) {
-    qtopic_.clear();
-    qcum_.clear();
+    qcum_.resize(p_.num_topics);
     double q = 0;
     for (std::uint32_t k = 0; k < p_.num_topics; ++k) {
-      const double n = clamp0(row[k] - (k == exclude ? 1 : 0));
-      if (n == 0) continue;
-      q += n * coef_[k];
-      qtopic_.push_back(k);
-      qcum_.push_back(q);
+      q += clamp0(row[k] - (k == exclude ? 1 : 0)) * coef_[k];
+      qcum_[k] = q;
     }
-    return finish(q, [&](std::size_t i) { return qtopic_[i]; }, rng);
+    return finish(q, [](std::size_t i) { return static_cast<std::uint32_t>(i); }, rng);
   }
 
   lda_params p_;
@@ -361,7 +370,6 @@ class sparse_lda_sampler {
   std::vector<std::uint32_t> pos_;   // index of k in nz_, or npos
   std::span<lda_count> doc_;         // bound document's counts (empty: none bound)
   std::vector<double> qcum_;         // scratch: cumulative q weights
-  std::vector<std::uint32_t> qtopic_;// scratch: topics behind qcum_ (dense rows)
   double s_ = 0, r_ = 0;
 };
 
@@ -400,8 +408,26 @@ inline double lda_loglik(const lda_counts& c, double alpha, double beta) {
 /// Which token sampler lda_reference uses.
 enum class lda_sampler {
   plain,   ///< lda_sample_plain, O(K) per token
-  sparse,  ///< sparse_lda_sampler over the dense word rows
+  sparse,  ///< sparse_lda_sampler over sparse word rows kept beside the dense table
 };
+
+namespace detail {
+/// Adds delta to topic k's entry of an unordered sparse row, inserting or swap-removing as the
+/// count leaves or reaches 0. Linear search: rows hold at most K entries and the sampler walks
+/// the whole row anyway.
+inline void sparse_row_add(std::vector<topic_count>& row, std::uint32_t k, lda_count delta) {
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i].topic != k) continue;
+    row[i].count += delta;
+    if (row[i].count == 0) {
+      row[i] = row.back();
+      row.pop_back();
+    }
+    return;
+  }
+  row.push_back({k, delta});
+}
+}  // namespace detail
 
 /// Settings of the reference trainer.
 struct lda_options {
@@ -463,7 +489,14 @@ inline lda_result lda_reference(std::span<const std::vector<std::uint32_t>> docs
   record(0);
 
   sparse_lda_sampler sparse(p);
-  if (opt.sampler == lda_sampler::sparse) sparse.set_topic_totals(c.topic_totals);
+  std::vector<std::vector<topic_count>> sparse_rows;  // the sparse sampler's view of word_topic
+  if (opt.sampler == lda_sampler::sparse) {
+    sparse.set_topic_totals(c.topic_totals);
+    sparse_rows.resize(vocab_size);
+    for (std::uint32_t w = 0; w < vocab_size; ++w)
+      for (std::uint32_t k = 0; k < K; ++k)
+        if (c.word(w)[k] != 0) sparse_rows[w].push_back({k, c.word(w)[k]});
+  }
   for (std::uint32_t it = 1; it <= opt.iterations; ++it) {
     for (std::uint32_t d = 0; d < c.num_docs; ++d) {
       const auto doc = c.doc(d);
@@ -474,7 +507,12 @@ inline lda_result lda_reference(std::span<const std::vector<std::uint32_t>> docs
         const std::uint32_t old = res.topics[d][i];
         std::uint32_t k;
         if (opt.sampler == lda_sampler::sparse) {
-          k = sparse.resample(old, std::span<const lda_count>(row), rng);  // moves the doc count and its n_k
+          auto& srow = sparse_rows[w];
+          k = sparse.resample(old, std::span<const topic_count>(srow), rng);  // moves the doc count and its n_k
+          if (k != old) {
+            detail::sparse_row_add(srow, old, -1);
+            detail::sparse_row_add(srow, k, +1);
+          }
           --c.topic_totals[old];
           ++c.topic_totals[k];
           --row[old];

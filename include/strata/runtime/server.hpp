@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <utility>
@@ -56,13 +57,15 @@ class server_shard {
     const clock_type before = min_;
     min_ = *std::min_element(clock_.begin(), clock_.end());
 
-    if (mp_.exact) {
-      if (min_ > before) advance(before);
-    } else {
-      // Applied at once: acknowledge to the sender, push the touched rows to their subscribers.
+    if (!mp_.exact) {
+      // Applied at once: acknowledge to the sender; push now (VAP, async) or at the next advance (ESSP).
+      if (mp_.push == push_mode::on_min_clock) {
+        dirty_.insert(dirty_.end(), touched.begin(), touched.end());
+        touched.clear();
+      }
       push_rows(touched, f.from);
-      if (min_ > before) serve_parked();
     }
+    if (min_ > before) advance();
   }
 
   void handle(endpoint, wire::row_request& q) {
@@ -100,22 +103,27 @@ class server_shard {
     parked_.swap(still);
   }
 
-  /// Exact snapshots: the minimum clock moved from `before` to min_: fold, acknowledge, push, serve.
-  void advance(clock_type) {
+  /// The minimum clock moved up: fold held updates (exact snapshots), acknowledge them, push changed
+  /// rows to subscribers with the new clock (ESSP), and serve the reads that can now be served.
+  void advance() {
     std::vector<std::pair<table_id, row_id>> changed;
-    std::vector<row_id> rows;
-    for (table_id t = 0; t < tables_.size(); ++t) {
-      rows.clear();
-      tables_[t]->fold(min_, rows);
-      for (auto r : rows) changed.emplace_back(t, r);
-    }
     std::vector<bool> acked(wm_.workers(), false);
-    while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
-      for (auto [w, s] : pending_seq_.begin()->second) {
-        folded_seq_[w] = std::max(folded_seq_[w], s);
-        acked[w] = true;
+    if (mp_.exact) {
+      std::vector<row_id> rows;
+      for (table_id t = 0; t < tables_.size(); ++t) {
+        rows.clear();
+        tables_[t]->fold(min_, rows);
+        for (auto r : rows) changed.emplace_back(t, r);
       }
-      pending_seq_.erase(pending_seq_.begin());
+      while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
+        for (auto [w, s] : pending_seq_.begin()->second) {
+          folded_seq_[w] = std::max(folded_seq_[w], s);
+          acked[w] = true;
+        }
+        pending_seq_.erase(pending_seq_.begin());
+      }
+    } else {
+      changed.swap(dirty_);
     }
     std::sort(changed.begin(), changed.end());
     changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
@@ -188,6 +196,7 @@ class server_shard {
   std::vector<bool> has_subs_;
   std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
   std::vector<wire::row_request> parked_;
+  std::vector<std::pair<table_id, row_id>> dirty_;  // applied since the last push (ESSP, applied at once)
 };
 
 }  // namespace strata

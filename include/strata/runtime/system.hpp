@@ -53,14 +53,14 @@ class system {
   ~system() { stop_threads(); }
 
   /// Adds a table of rows R, each `width` wide. Every process must add the same tables in the same order.
-  template <row_type R>
-  table_handle<R> add_table(std::size_t width) {
+  template <class R>
+  auto add_table(std::size_t width) {
     static_assert(detail::check_row_type<R>());
     const auto id = static_cast<table_id>(tables_.size());
     tables_.push_back({id, width, typeid(R).name()});
     server_factories_.push_back([width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); });
     worker_setup_.push_back([id, width](worker& w) { w.add_table<R>(id, width); });
-    return {id, width};
+    return table_handle<R>{id, width};
   }
 
   /// Runs `program(worker&) -> task<>` on every local worker; returns when every worker of the run
@@ -155,6 +155,7 @@ class system {
         auto ws = std::make_unique<worker_slot>();
         ws->w = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)));
         for (auto& f : worker_setup_) f(*ws->w);
+        ws->w->set_reschedule([c = &ws->ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
         transport_.bind(wm_.of(id), [this, ws = ws.get()](endpoint src, wire::message&& m) {
           asio::post(ws->ctx, [this, ws, src, m = std::move(m)]() mutable {
             guarded([&] { ws->w->on_message(src, std::move(m)); });

@@ -172,16 +172,23 @@ class worker {
   // ---- clock -------------------------------------------------------------------------------
 
   struct [[nodiscard]] clock_awaiter {
-    bool await_ready() const noexcept { return true; }
-    void await_suspend(std::coroutine_handle<>) const noexcept {}
+    worker& w;
+    bool await_ready() const noexcept { return !w.reschedule_; }
+    void await_suspend(std::coroutine_handle<> h) const { w.reschedule_(h); }
     void await_resume() const noexcept {}
   };
   /// Ends this worker's iteration: sends one message per server shard with the aggregated
-  /// increments and the new clock. Never waits (reads enforce the staleness bound).
+  /// increments and the new clock. It does not wait for other workers (reads enforce the
+  /// staleness bound); it only yields to the worker's thread, so that rows pushed or replied in
+  /// the meantime are taken in before the next iteration.
   clock_awaiter clock() {
     flush(true);
-    return {};
+    return {*this};
   }
+  /// Lets the worker's thread take in rows pushed or replied meanwhile, then resumes.
+  clock_awaiter yield() { return {*this}; }
+  /// How the runtime resumes a coroutine later on the worker's thread (after queued messages).
+  void set_reschedule(std::function<void(std::coroutine_handle<>)> f) { reschedule_ = std::move(f); }
 
   // ---- runtime side ------------------------------------------------------------------------
 
@@ -316,6 +323,7 @@ class worker {
   double inflight_total_ = 0, oplog_mass_ = 0;
   std::vector<waiter> waiters_;
   std::function<void()> finish_done_;
+  std::function<void(std::coroutine_handle<>)> reschedule_;
   double finish_started_ = 0;
   worker_stats stats_;
 };

@@ -1,0 +1,271 @@
+#pragma once
+/// \file Bootstrap of a multi-process run: this process's rank, the world size and every rank's
+/// address, from command-line values, a hostfile, or the environment a launcher sets, turned
+/// into a `tcp::config`. No MPI is linked: `mpirun -np 4 ./trainer` and `srun ./trainer` work
+/// because their environment variables are read.
+///
+///     strata::cluster_options o;            // or strata::add_cluster_options(cli_app, o)
+///     auto cl = strata::make_cluster(o);    // throws strata::error naming what was wrong
+///     strata::system<strata::essp<2>, strata::tcp> sys({.nodes = cl.size, ...}, cl.tcp_config);
+///
+/// Precedence: an explicit rank / size, then STRATA_RANK / STRATA_SIZE (scripts/launch.sh),
+/// OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_RANK / PMI_SIZE (MPICH,
+/// Intel MPI, hydra), SLURM_PROCID / SLURM_NTASKS (srun). Addresses: a hostfile (line i is rank i)
+/// or, without one, `host` (loopback) and port base_port + rank. The shared secret: the option,
+/// else STRATA_SECRET.
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "../transport/tcp.hpp"
+
+namespace strata {
+
+/// What the user said (flags); anything left empty comes from the environment or a default.
+struct cluster_options {
+  std::optional<node_id> rank;          ///< this process's rank
+  std::optional<std::uint32_t> size;    ///< number of processes
+  std::string hostfile;                 ///< "host port" per line, line i = rank i ('#' comments)
+  std::optional<std::uint16_t> base_port;  ///< without a hostfile: rank r uses base_port + r (default 29500, or STRATA_BASE_PORT)
+  std::string host = "127.0.0.1";       ///< without a hostfile: the host of every rank
+  std::string listen_address;           ///< default: loopback, or this rank's hostfile host when that is not loopback
+  std::string secret;                   ///< default: $STRATA_SECRET
+  std::size_t max_frame = wire::default_max_frame;
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds peer_timeout{10000};
+};
+
+/// The resolved bootstrap.
+struct cluster {
+  node_id rank = 0;
+  std::uint32_t size = 1;
+  std::string rank_source;  ///< where the rank came from ("--rank", "STRATA_RANK", "OMPI_COMM_WORLD_RANK", ...)
+  tcp::config tcp_config;  ///< pass to system<C, tcp>'s constructor
+};
+
+/// Looks up an environment variable (nullptr when unset); replaceable for tests.
+using getenv_fn = std::function<const char*(const char*)>;
+
+namespace detail {
+inline const char* system_getenv(const char* name) { return std::getenv(name); }
+
+inline bool parse_uint(std::string_view s, std::uint64_t& out) {
+  if (s.empty()) return false;
+  auto [p, e] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return e == std::errc{} && p == s.data() + s.size();
+}
+inline std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+}  // namespace detail
+
+/// Reads a hostfile: one "host port" per line, in rank order; blank lines and '#' comments are
+/// skipped. On a bad line sets errc::bad_input and `why` = "file:line: reason".
+inline std::vector<std::pair<std::string, std::uint16_t>> read_hostfile(const std::string& path, std::error_code& ec,
+                                                                       std::string& why) {
+  ec.clear();
+  std::vector<std::pair<std::string, std::uint16_t>> out;
+  std::ifstream in(path);
+  if (!in) {
+    ec = make_error_code(errc::bad_input);
+    why = path + ": cannot open the hostfile";
+    return {};
+  }
+  std::string line;
+  for (std::size_t no = 1; std::getline(in, line); ++no) {
+    std::string_view s = line;
+    if (auto h = s.find('#'); h != std::string_view::npos) s = s.substr(0, h);
+    s = detail::trim(s);
+    if (s.empty()) continue;
+    const auto sp = s.find_first_of(" \t");
+    const auto bad = [&](const std::string& reason) {
+      ec = make_error_code(errc::bad_input);
+      why = path + ":" + std::to_string(no) + ": " + reason + " (expected 'host port', got '" + line + "')";
+      return std::vector<std::pair<std::string, std::uint16_t>>{};
+    };
+    if (sp == std::string_view::npos) return bad("missing port");
+    const auto host = s.substr(0, sp);
+    const auto rest = detail::trim(s.substr(sp));
+    if (rest.find_first_of(" \t") != std::string_view::npos) return bad("extra fields");
+    std::uint64_t port = 0;
+    if (!detail::parse_uint(rest, port) || port == 0 || port > 65535) return bad("port must be 1..65535");
+    out.emplace_back(std::string(host), static_cast<std::uint16_t>(port));
+  }
+  if (out.empty()) {
+    ec = make_error_code(errc::bad_input);
+    why = path + ": no hosts listed";
+  }
+  return out;
+}
+
+/// Throwing form of read_hostfile.
+inline std::vector<std::pair<std::string, std::uint16_t>> read_hostfile(const std::string& path) {
+  std::error_code ec;
+  std::string why;
+  auto h = read_hostfile(path, ec, why);
+  if (ec) throw error(ec, why);
+  return h;
+}
+
+/// Rank and size from a launcher's environment, if any launcher set them.
+struct launcher_rank {
+  node_id rank = 0;
+  std::uint32_t size = 0;
+  std::string source;  ///< the rank variable's name
+};
+
+/// Reads STRATA_*, OMPI_COMM_WORLD_*, PMI_*, SLURM_* in that order. A pair that is set but not a
+/// number (or a rank not below the size) sets errc::bad_input naming the variable.
+inline std::optional<launcher_rank> rank_from_environment(std::error_code& ec, std::string& why,
+                                                          const getenv_fn& getenv = detail::system_getenv) {
+  ec.clear();
+  static constexpr std::pair<const char*, const char*> vars[] = {{"STRATA_RANK", "STRATA_SIZE"},
+                                                                 {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                                 {"PMI_RANK", "PMI_SIZE"},
+                                                                 {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (auto [rv, sv] : vars) {
+    const char* r = getenv(rv);
+    if (!r) continue;
+    const char* s = getenv(sv);
+    std::uint64_t rank = 0, size = 0;
+    if (!detail::parse_uint(r, rank)) {
+      ec = make_error_code(errc::bad_input);
+      why = std::string(rv) + "='" + r + "' is not a rank";
+      return std::nullopt;
+    }
+    if (!s || !detail::parse_uint(s, size) || size == 0 || size > 0xffffffffu) {
+      ec = make_error_code(errc::bad_input);
+      why = std::string(rv) + " is set but " + sv + (s ? "='" + std::string(s) + "' is not a size" : " is not");
+      return std::nullopt;
+    }
+    if (rank >= size) {
+      ec = make_error_code(errc::bad_input);
+      why = std::string(rv) + "=" + std::to_string(rank) + " is not below " + sv + "=" + std::to_string(size);
+      return std::nullopt;
+    }
+    return launcher_rank{static_cast<node_id>(rank), static_cast<std::uint32_t>(size), rv};
+  }
+  return std::nullopt;
+}
+
+/// Resolves options + environment into a cluster. Errors (errc::bad_input, with `why`): no rank
+/// anywhere, rank >= size, a hostfile line, a hostfile whose length differs from the size, ports
+/// past 65535.
+inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::string& why,
+                            const getenv_fn& getenv = detail::system_getenv) {
+  ec.clear();
+  cluster c;
+  auto bad = [&](std::string reason) {
+    ec = make_error_code(errc::bad_input);
+    why = std::move(reason);
+    return cluster{};
+  };
+  std::vector<std::pair<std::string, std::uint16_t>> hosts;
+  if (!o.hostfile.empty()) {
+    hosts = read_hostfile(o.hostfile, ec, why);
+    if (ec) return cluster{};
+  }
+  std::optional<launcher_rank> env;
+  if (!o.rank || !o.size) {
+    env = rank_from_environment(ec, why, getenv);
+    if (ec) return cluster{};
+  }
+  if (o.rank) {
+    c.rank = *o.rank;
+    c.rank_source = "--rank";
+  } else if (env) {
+    c.rank = env->rank;
+    c.rank_source = env->source;
+  } else {
+    return bad("no rank given: pass --rank, or start under scripts/launch.sh, mpirun or srun "
+               "(STRATA_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)");
+  }
+  if (o.size) c.size = *o.size;
+  else if (env) c.size = env->size;
+  else if (!hosts.empty()) c.size = static_cast<std::uint32_t>(hosts.size());
+  else return bad("no world size given: pass --size or a hostfile, or start under a launcher");
+  if (c.size == 0) return bad("world size must be at least 1");
+  if (c.rank >= c.size)
+    return bad("rank " + std::to_string(c.rank) + " (from " + c.rank_source + ") is not below the world size " +
+               std::to_string(c.size));
+  if (!hosts.empty() && hosts.size() != c.size)
+    return bad(o.hostfile + " lists " + std::to_string(hosts.size()) + " hosts but the world size is " +
+               std::to_string(c.size));
+
+  if (hosts.empty()) {
+    std::uint64_t base = 29500;
+    if (o.base_port) base = *o.base_port;
+    else if (const char* b = getenv("STRATA_BASE_PORT")) {
+      if (!detail::parse_uint(b, base) || base == 0 || base > 65535)
+        return bad(std::string("STRATA_BASE_PORT='") + b + "' is not a port");
+    }
+    if (base + c.size - 1 > 65535)
+      return bad("ports " + std::to_string(base) + ".." + std::to_string(base + c.size - 1) + " run past 65535");
+    for (std::uint32_t r = 0; r < c.size; ++r) hosts.emplace_back(o.host, static_cast<std::uint16_t>(base + r));
+  }
+  c.tcp_config.rank = c.rank;
+  c.tcp_config.peers = hosts;
+  if (!o.listen_address.empty()) c.tcp_config.listen_address = o.listen_address;
+  else if (!o.hostfile.empty() && hosts[c.rank].first != "localhost") c.tcp_config.listen_address = hosts[c.rank].first;
+  else c.tcp_config.listen_address = "127.0.0.1";
+  c.tcp_config.secret = o.secret;
+  if (c.tcp_config.secret.empty())
+    if (const char* s = getenv("STRATA_SECRET")) c.tcp_config.secret = s;
+  c.tcp_config.max_frame = o.max_frame;
+  c.tcp_config.connect_timeout = o.connect_timeout;
+  c.tcp_config.peer_timeout = o.peer_timeout;
+  return c;
+}
+
+/// Throwing form of make_cluster.
+inline cluster make_cluster(const cluster_options& o, const getenv_fn& getenv = detail::system_getenv) {
+  std::error_code ec;
+  std::string why;
+  auto c = make_cluster(o, ec, why, getenv);
+  if (ec) throw error(ec, why);
+  return c;
+}
+
+/// Registers --rank, --size, --hostfile, --base-port, --host, --listen, --secret, --max-frame,
+/// --connect-timeout-ms and --peer-timeout-ms on a CLI11 `CLI::App` (any type with CLI11's
+/// `add_option_function<T>(name, fn, description)`; strata does not depend on CLI11).
+template <class App>
+void add_cluster_options(App& app, cluster_options& o) {
+  app.template add_option_function<std::uint32_t>(
+      "--rank", [&o](const std::uint32_t& v) { o.rank = v; }, "this process's rank (default: from the launcher's environment)");
+  app.template add_option_function<std::uint32_t>(
+      "--size", [&o](const std::uint32_t& v) { o.size = v; }, "number of processes (default: launcher or hostfile)");
+  app.template add_option_function<std::string>(
+      "--hostfile", [&o](const std::string& v) { o.hostfile = v; }, "file of 'host port' lines, line i = rank i");
+  app.template add_option_function<std::uint16_t>(
+      "--base-port", [&o](const std::uint16_t& v) { o.base_port = v; }, "without a hostfile, rank r listens on base-port + r");
+  app.template add_option_function<std::string>(
+      "--host", [&o](const std::string& v) { o.host = v; }, "without a hostfile, the host of every rank (default 127.0.0.1)");
+  app.template add_option_function<std::string>(
+      "--listen", [&o](const std::string& v) { o.listen_address = v; }, "address to listen on (default loopback)");
+  app.template add_option_function<std::string>(
+      "--secret", [&o](const std::string& v) { o.secret = v; }, "shared secret required in the handshake (default $STRATA_SECRET)");
+  app.template add_option_function<std::size_t>(
+      "--max-frame", [&o](const std::size_t& v) { o.max_frame = v; }, "largest frame accepted or sent, bytes");
+  app.template add_option_function<std::int64_t>(
+      "--connect-timeout-ms", [&o](const std::int64_t& v) { o.connect_timeout = std::chrono::milliseconds(v); },
+      "how long to wait for every peer's handshake");
+  app.template add_option_function<std::int64_t>(
+      "--peer-timeout-ms", [&o](const std::int64_t& v) { o.peer_timeout = std::chrono::milliseconds(v); },
+      "a silent peer is lost after this long");
+}
+
+}  // namespace strata

@@ -1,0 +1,227 @@
+#include <doctest/doctest.h>
+
+#include <strata/core/error.hpp>
+#include <strata/ml/io/bag_of_words.hpp>
+#include <strata/ml/io/libsvm.hpp>
+#include <strata/ml/io/ratings.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <unistd.h>
+
+namespace io = strata::ml::io;
+
+namespace {
+
+/// The message of the strata::error that `f` throws, checking it is bad_input; "" if none.
+template <class F>
+std::string bad_input_message(F&& f) {
+  try {
+    f();
+  } catch (const strata::error& e) {
+    CHECK(e.code() == strata::errc::bad_input);
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("threw a non-strata exception: " << e.what());
+  }
+  return "";
+}
+
+io::rating_set ratings_of(const std::string& text) {
+  std::istringstream in(text);
+  return io::read_ratings(in, "x.txt");
+}
+io::bag_of_words bow_of(const std::string& text) {
+  std::istringstream in(text);
+  return io::read_bag_of_words(in, "x.txt");
+}
+io::libsvm_data libsvm_of(const std::string& text) {
+  std::istringstream in(text);
+  return io::read_libsvm(in, "x.txt");
+}
+
+/// A file under the system temp folder, removed when the test ends.
+struct temp_file {
+  std::filesystem::path path;
+  temp_file(const std::string& name, const std::string& text)
+      : path(std::filesystem::temp_directory_path() / ("strata_test_io_" + std::to_string(::getpid()) + "_" + name)) {
+    std::ofstream(path, std::ios::binary) << text;
+  }
+  ~temp_file() {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("io ratings: a good file parses to exact values") {
+  const auto rs = ratings_of("0 30 2.5\n# a comment\n\n0 833 3\r\n  2\t7 4.5  \n1 0 0.5");
+  REQUIRE(rs.size() == 4);
+  CHECK(rs.ratings[0].user == 0);
+  CHECK(rs.ratings[0].item == 30);
+  CHECK(rs.ratings[0].value == 2.5f);
+  CHECK(rs.ratings[1].item == 833);
+  CHECK(rs.ratings[1].value == 3.0f);
+  CHECK(rs.ratings[2].user == 2);
+  CHECK(rs.ratings[2].item == 7);
+  CHECK(rs.ratings[2].value == 4.5f);
+  CHECK(rs.ratings[3].user == 1);
+  CHECK(rs.ratings[3].value == 0.5f);
+  CHECK(rs.num_users == 3);
+  CHECK(rs.num_items == 834);
+  CHECK(rs.mean() == doctest::Approx((2.5 + 3 + 4.5 + 0.5) / 4));
+  CHECK(ratings_of("").empty());
+}
+
+TEST_CASE("io ratings: malformed lines report file:line and what was wrong") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { ratings_of(text); }); };
+  CHECK(msg("0 1 2\n1 2 3\nx 1 2\n").rfind("x.txt:3: bad user id 'x'", 0) == 0);
+  CHECK(msg("0 1 2\n0 1\n").rfind("x.txt:2: missing rating", 0) == 0);
+  CHECK(msg("0\n").rfind("x.txt:1: missing item id", 0) == 0);
+  CHECK(msg("0 -1 2\n").rfind("x.txt:1: bad item id '-1'", 0) == 0);
+  CHECK(msg("0 1 nan\n").rfind("x.txt:1: bad rating 'nan'", 0) == 0);
+  CHECK(msg("0 1 2abc\n").rfind("x.txt:1: bad rating", 0) == 0);
+  CHECK(msg("\n\n0 1 2 99\n").rfind("x.txt:3: trailing text '99'", 0) == 0);
+  CHECK(msg("99999999999 1 2\n").rfind("x.txt:1: bad user id", 0) == 0);
+  CHECK(msg("4294967295 1 2\n").rfind("x.txt:1: bad user id", 0) == 0);  // max+1 would wrap
+}
+
+TEST_CASE("io ratings: file and error_code overloads") {
+  temp_file good("good.txt", "3 4 5\n");
+  const auto rs = io::read_ratings(good.path);
+  REQUIRE(rs.size() == 1);
+  CHECK(rs.num_users == 4);
+
+  temp_file bad("bad.txt", "3 4 5\n3 4\n");
+  const std::string m = bad_input_message([&] { io::read_ratings(bad.path); });
+  CHECK(m.rfind(bad.path.string() + ":2: missing rating", 0) == 0);
+
+  std::error_code ec = make_error_code(strata::errc::timeout);
+  const auto ok = io::read_ratings(good.path, ec);
+  CHECK(!ec);
+  CHECK(ok.size() == 1);
+  const auto none = io::read_ratings(bad.path, ec);
+  CHECK(ec == strata::errc::bad_input);
+  CHECK(none.empty());
+  CHECK(none.num_users == 0);
+  io::read_ratings(std::filesystem::path("/nonexistent/strata/ratings.txt"), ec);
+  CHECK(ec == std::errc::no_such_file_or_directory);
+  CHECK_THROWS_AS(io::read_ratings(std::filesystem::path("/nonexistent/strata/ratings.txt")), strata::error);
+  std::istringstream in("1 2 x\n");
+  CHECK(io::read_ratings(in, "s", ec).empty());
+  CHECK(ec == strata::errc::bad_input);
+}
+
+TEST_CASE("io bag_of_words: UCI docword parses to exact CSR and token lists") {
+  const auto b = bow_of("3\n4\n4\n1 1 2\n1 4 1\n3 2 3\n3 3 1\n");
+  CHECK(b.num_docs == 3);
+  CHECK(b.num_words == 4);
+  REQUIRE(b.nnz() == 4);
+  CHECK(b.doc_offsets == std::vector<std::uint64_t>{0, 2, 2, 4});
+  CHECK(b.word_ids == std::vector<std::uint32_t>{0, 3, 1, 2});
+  CHECK(b.counts == std::vector<std::uint32_t>{2, 1, 3, 1});
+  CHECK(b.num_tokens() == 7);
+  const auto docs = b.token_lists();
+  REQUIRE(docs.size() == 3);
+  CHECK(docs[0] == std::vector<std::uint32_t>{0, 0, 3});
+  CHECK(docs[1].empty());
+  CHECK(docs[2] == std::vector<std::uint32_t>{1, 1, 1, 2});
+}
+
+TEST_CASE("io bag_of_words: malformed input reports file:line") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { bow_of(text); }); };
+  CHECK(msg("3\n4\n2\n1 1 2\n1 5 1\n").rfind("x.txt:5: bad word id '5'", 0) == 0);
+  CHECK(msg("3\n4\n2\n0 1 2\n").rfind("x.txt:4: bad doc id '0'", 0) == 0);
+  CHECK(msg("3\n4\n2\n1 1 0\n").rfind("x.txt:4: bad count '0'", 0) == 0);
+  CHECK(msg("3\n4\n2\n1 2 1\n1 2 1\n").rfind("x.txt:5: entry (1, 2) out of order or duplicated", 0) == 0);
+  CHECK(msg("3\n4\n2\n2 1 1\n1 2 1\n").rfind("x.txt:5: entry (1, 2) out of order", 0) == 0);
+  CHECK(msg("3\n4\n3\n1 1 1\n").rfind("x.txt:4: found 1 entries, header says NNZ 3", 0) == 0);
+  CHECK(msg("3\n4\n1\n1 1 1\n2 2 2\n").rfind("x.txt:5: more entries than the header's NNZ 1", 0) == 0);
+  CHECK(msg("3\nfour\n1\n").rfind("x.txt:2: bad header W", 0) == 0);
+  CHECK(msg("3\n4\n").rfind("x.txt:3: missing header line NNZ", 0) == 0);
+  CHECK(msg("3\n4\n99\n").rfind("x.txt:3: NNZ 99 exceeds D*W", 0) == 0);
+  CHECK(msg("3\n4\n1\n1 1 1 7\n").rfind("x.txt:4: trailing text '7'", 0) == 0);
+}
+
+TEST_CASE("io vocab: one entry per line, blank lines only at the end") {
+  std::istringstream in("spam\nham\r\nham\n\n");
+  CHECK(io::read_vocab(in, "v.txt") == std::vector<std::string>{"spam", "ham", "ham"});
+  std::istringstream gap("a\n\nb\n");
+  CHECK(bad_input_message([&] { io::read_vocab(gap, "v.txt"); }).rfind("v.txt:2: empty line", 0) == 0);
+  std::istringstream two("a\nb c\n");
+  CHECK(bad_input_message([&] { io::read_vocab(two, "v.txt"); }).rfind("v.txt:2: more than one entry", 0) == 0);
+}
+
+TEST_CASE("io libsvm: good lines parse to exact CSR, labels with '+'") {
+  const auto d = libsvm_of("+1 1:0.5 3:-2 # comment\n\n-1\n0.25 2:1e-3 10:4\n");
+  REQUIRE(d.num_rows() == 3);
+  CHECK(d.labels == std::vector<double>{1.0, -1.0, 0.25});
+  CHECK(d.row_offsets == std::vector<std::uint64_t>{0, 2, 2, 4});
+  CHECK(d.indices == std::vector<std::uint32_t>{0, 2, 1, 9});
+  CHECK(d.values == std::vector<double>{0.5, -2.0, 1e-3, 4.0});
+  CHECK(d.num_features == 10);
+  CHECK(d.row_values(2)[1] == 4.0);
+  CHECK(d.row_indices(1).empty());
+}
+
+TEST_CASE("io libsvm: malformed lines report file:line") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { libsvm_of(text); }); };
+  CHECK(msg("1 1:2\n1 2:3\nabc 1:2\n").rfind("x.txt:3: bad label 'abc'", 0) == 0);
+  CHECK(msg("1 1:2 3\n").rfind("x.txt:1: bad feature '3'", 0) == 0);
+  CHECK(msg("1 0:2\n").rfind("x.txt:1: bad feature index '0'", 0) == 0);
+  CHECK(msg("1 3:2 2:1\n").rfind("x.txt:1: feature index 2 not above the previous 3", 0) == 0);
+  CHECK(msg("1 3:2 3:1\n").rfind("x.txt:1: feature index 3 not above", 0) == 0);
+  CHECK(msg("1\n1 2:x\n").rfind("x.txt:2: bad value 'x' for feature 2", 0) == 0);
+  CHECK(msg("1 2:inf\n").rfind("x.txt:1: bad value 'inf'", 0) == 0);
+  CHECK(msg("++1 2:1\n").rfind("x.txt:1: bad label", 0) == 0);
+  std::error_code ec;
+  std::istringstream in("1 2:x\n");
+  const auto d = io::read_libsvm(in, "s", ec);
+  CHECK(ec == strata::errc::bad_input);
+  CHECK(d.num_rows() == 0);
+  CHECK(d.row_offsets == std::vector<std::uint64_t>{0});
+}
+
+TEST_CASE("io: readers are not bothered by binary garbage") {
+  std::string junk;
+  std::uint32_t x = 12345;
+  for (int i = 0; i < 4096; ++i) {
+    x = x * 1664525u + 1013904223u;
+    junk.push_back(static_cast<char>(x >> 24));
+  }
+  CHECK_THROWS_AS(ratings_of(junk), strata::error);
+  CHECK_THROWS_AS(bow_of(junk), strata::error);
+  CHECK_THROWS_AS(libsvm_of(junk), strata::error);
+}
+
+TEST_CASE("io bag_of_words: parses a large corpus quickly") {
+  // A third of the SpamAssassin docword (2k docs × 115 entries, ~0.5M tokens). The bound is
+  // loose enough for an unoptimised build on a slow machine, yet far below what per-character
+  // iostream parsing or anything quadratic would take.
+  std::string text;
+  const std::uint32_t D = 2000, per_doc = 115, W = 16000;
+  text += std::to_string(D) + "\n" + std::to_string(W) + "\n" + std::to_string(D * per_doc) + "\n";
+  for (std::uint32_t d = 1; d <= D; ++d)
+    for (std::uint32_t i = 0; i < per_doc; ++i)
+      text += std::to_string(d) + " " + std::to_string(1 + i * 131 + d % 131) + " " + std::to_string(1 + (d + i) % 3) + "\n";
+  std::istringstream in(text);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto b = io::read_bag_of_words(in, "big.txt");
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(b.nnz() == std::size_t{D} * per_doc);
+  std::uint64_t tokens = 0;
+  for (std::uint32_t d = 0; d < D; ++d)
+    for (std::uint32_t i = 0; i < per_doc; ++i) tokens += 1 + (d + 1 + i) % 3;
+  CHECK(b.num_tokens() == tokens);
+  std::uint64_t listed = 0;
+  for (const auto& doc : b.token_lists()) listed += doc.size();
+  CHECK(listed == tokens);
+  CHECK(secs < 3.0);
+}

@@ -196,12 +196,12 @@ TEST_CASE("essp observes lower mean staleness than ssp with the same s and the s
   violations bad;
   // Workers that compute for longer than a message takes (the paper's setting): under SSP a cached
   // row ages until it is s clocks old; under ESSP pushes keep it about one clock old.
-  const auto work = std::chrono::microseconds(1500);
-  auto ssp = run_plan<strata::ssp<3>, strata::delayed<strata::inproc>>(pl, bad, delays(11, false), 2, work);
-  auto essp = run_plan<strata::essp<3>, strata::delayed<strata::inproc>>(pl, bad, delays(11, false), 2, work);
+  const auto work = std::chrono::microseconds(2000);
+  auto ssp = run_plan<strata::ssp<6>, strata::delayed<strata::inproc>>(pl, bad, delays(11, false), 2, work);
+  auto essp = run_plan<strata::essp<6>, strata::delayed<strata::inproc>>(pl, bad, delays(11, false), 2, work);
   INFO(bad.first);
   CHECK(bad.count == 0);
-  MESSAGE("mean staleness ssp<3> " << ssp.staleness.stats().mean() << " essp<3> " << essp.staleness.stats().mean());
+  MESSAGE("mean staleness ssp<6> " << ssp.staleness.stats().mean() << " essp<6> " << essp.staleness.stats().mean());
   CHECK(essp.staleness.stats().mean() < ssp.staleness.stats().mean());
   CHECK(essp.waited_reads <= ssp.waited_reads);
 }

@@ -1,0 +1,101 @@
+// Parameter-server core micro-benchmarks, each against a baseline measured in the same run:
+//  - get + inc from the worker's cache vs a plain array loop doing the same additions;
+//  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round.
+// Prints ratios; times are best of several repetitions. Never pass/fail on time.
+#include <strata/strata.hpp>
+
+#include <barrier>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+namespace {
+using clk = std::chrono::steady_clock;
+double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+template <class F>
+double best_of(int reps, F&& f) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) best = std::min(best, f());
+  return best;
+}
+
+constexpr int rows = 64, width = 16;
+
+double array_loop(long n) {
+  std::vector<float> a(rows * width, 0.f);
+  volatile float sink = 0;
+  auto t0 = clk::now();
+  for (long i = 0; i < n; ++i) {
+    const int r = static_cast<int>(i % rows), c = static_cast<int>(i % width);
+    sink = sink + a[r * width + c];
+    a[r * width + c] += 1.f;
+  }
+  auto t1 = clk::now();
+  return secs(t0, t1) / static_cast<double>(n);
+}
+
+double ps_cache_loop(long n) {
+  strata::system<strata::essp<8>> sys({.nodes = 1, .workers_per_node = 1});
+  auto t = sys.add_table<strata::dense_row<float>>(width);
+  double per = 0;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    for (int r = 0; r < rows; ++r) (void)co_await w.get(t, r);  // warm the cache
+    volatile float sink = 0;
+    auto t0 = clk::now();
+    for (long i = 0; i < n; ++i) {
+      const auto r = static_cast<strata::row_id>(i % rows);
+      const auto c = static_cast<strata::col_id>(i % width);
+      const auto& row = co_await w.get(t, r);
+      sink = sink + row.get(c);
+      co_await w.inc(t, r, c, 1.f);
+    }
+    auto t1 = clk::now();
+    per = secs(t0, t1) / static_cast<double>(n);
+    co_await w.clock();
+  });
+  return per;
+}
+
+double barrier_round(int p, int rounds) {
+  std::barrier b(p);
+  auto t0 = clk::now();
+  std::vector<std::thread> ts;
+  for (int i = 0; i < p; ++i)
+    ts.emplace_back([&] {
+      for (int k = 0; k < rounds; ++k) b.arrive_and_wait();
+    });
+  for (auto& th : ts) th.join();
+  return secs(t0, clk::now()) / rounds;
+}
+
+double ps_clock_round(int p, int rounds) {
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = static_cast<std::uint32_t>(p)});
+  auto t = sys.add_table<strata::dense_row<float>>(width);
+  auto t0 = clk::now();
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    for (int k = 0; k < rounds; ++k) {
+      (void)co_await w.get(t, 0);
+      co_await w.inc(t, 0, w.id() % width, 1.f);
+      co_await w.clock();
+    }
+  });
+  return secs(t0, clk::now()) / rounds;
+}
+}  // namespace
+
+int main() {
+  const long n = 5'000'000;
+  const double base = best_of(5, [&] { return array_loop(n); });
+  const double ps = best_of(5, [&] { return ps_cache_loop(n); });
+  std::printf("get+inc from cache: %.2f ns/op, plain array loop %.2f ns/op, ratio %.1fx slower\n", ps * 1e9, base * 1e9,
+              ps / base);
+  std::printf("%-8s %14s %14s %8s\n", "workers", "bsp clock (us)", "barrier (us)", "ratio");
+  for (int p : {1, 2, 4, 8}) {
+    const int rounds = 2000;
+    const double b = best_of(3, [&] { return barrier_round(p, rounds); });
+    const double c = best_of(3, [&] { return ps_clock_round(p, rounds); });
+    std::printf("%-8d %14.1f %14.2f %8.1f\n", p, c * 1e6, b * 1e6, c / b);
+  }
+}

@@ -81,6 +81,7 @@ class system {
       });
     }
     wait_until_finished();
+    abort_transport_on_error();
     stop_threads();
     if (error_) std::rethrow_exception(error_);
   }
@@ -171,6 +172,27 @@ class system {
     transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
     for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c); });
+  }
+
+  /// When the run failed, tells a transport that can (`tcp::abort`) so that the other processes stop
+  /// at once instead of waiting for this one's shutdown barrier. Transports without `abort` are untouched.
+  void abort_transport_on_error() {
+    if constexpr (requires(T& t, const std::string& s) { t.abort(s); }) {
+      std::exception_ptr e;
+      {
+        std::lock_guard lk(mu_);
+        e = error_;
+      }
+      if (!e) return;
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        what = x.what();
+      } catch (...) {
+      }
+      transport_.abort(what);
+    }
   }
 
   static void run_ctx(asio::io_context& c) {

@@ -75,6 +75,14 @@
 #include "../wire/frame.hpp"
 #include "transport.hpp"
 
+// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frames (its own operator new
+// and delete; GCC bug 109224, fixed in GCC 13). Silenced for this header only.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#define STRATA_TCP_POP_DIAGNOSTIC
+#endif
+
 namespace strata {
 
 /// The TCP transport. One object per process; `rank` is this process's node id.
@@ -186,10 +194,26 @@ class tcp {
     std::vector<std::byte> f;
     std::error_code ec;
     wire::encode_frame(f, wire::frame_kind::message, src, dst.slot, m, cfg_.max_frame, ec);
-    if (ec)
-      throw error(ec, "tcp rank " + std::to_string(cfg_.rank) + ": message to " + who(dst.node) +
-                          " over max_frame (" + std::to_string(cfg_.max_frame) + " bytes)");
+    if (ec) {
+      const std::string what = "message to " + who(dst.node) + " over max_frame (" +
+                               std::to_string(cfg_.max_frame) + " bytes)";
+      asio::post(io_, [this, ec, what] { fail(ec, what); });  // the peers must not wait for this run
+      throw error(ec, "tcp rank " + std::to_string(cfg_.rank) + ": " + what);
+    }
     enqueue(*peers_[dst.node], std::move(f));
+  }
+
+  /// Marks this process's run as failed: every peer gets an abort frame with `reason` and stops
+  /// at once, instead of waiting for this process's shutdown barrier. Call before stop() when the
+  /// run ended with an error that the transport did not report itself (a worker's exception).
+  void abort(const std::string& reason) {
+    {
+      std::lock_guard lk(mu_);
+      if (!thread_.joinable() || failed_ || stop_requested_) return;
+    }
+    asio::post(io_, [this, reason] { fail(make_error_code(errc::peer_lost), "its run failed: " + reason); });
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, std::chrono::seconds(5), [&] { return failed_; });
   }
 
   /// Flushes every queued frame, runs the shutdown barrier (see the file comment) and closes.
@@ -198,7 +222,7 @@ class tcp {
     {
       std::lock_guard lk(mu_);
       if (!started_ || stopped_) return;
-      stopped_ = true;
+      stopped_ = stop_requested_ = true;
     }
     if (!thread_.joinable()) return;
     std::unique_lock lk(mu_);
@@ -488,10 +512,12 @@ class tcp {
     if (code <= 0 || code > static_cast<int>(errc::shutdown)) return make_error_code(errc::peer_lost);
     return make_error_code(static_cast<errc>(code));
   }
-  /// A closed connection is expected once the peer said bye, after a failure, or while stopping.
+  /// A closed connection is expected after a failure, or once both this process and the peer have
+  /// finished their runs. A peer that leaves while this process still runs is lost, bye or not: it
+  /// left early (its barrier timed out, or its run failed after it said bye).
   bool peer_gone_ok(peer& p) {
     std::lock_guard lk(mu_);
-    return p.bye_rx || failed_ || stopping_;
+    return failed_ || stopping_ || (stop_requested_ && p.bye_rx);
   }
   void set_flag(peer& p, bool peer::*f) {
     std::lock_guard lk(mu_);
@@ -607,7 +633,8 @@ class tcp {
     }
 
     const node_id r = theirs.rank;
-    const std::string peer_name = (r < world_ ? who(r) : "rank " + std::to_string(r)) + " connected from " + c->remote;
+    const std::string peer_name =
+        (r < world_ ? who(r) : "rank " + std::to_string(r)) + (expect ? "" : " connected from " + c->remote);
     const std::string hs = "handshake with " + peer_name + ": ";
     if (theirs.version != wire::protocol_version) {
       fail(make_error_code(errc::protocol_mismatch), hs + "protocol version differs: here " +
@@ -733,7 +760,7 @@ class tcp {
     log_line("fatal: " + what + " [" + ec.message() + "]");
     const auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{cfg_.rank, 0}, 0,
                                        wire::abort_notice{ec.category() == strata_category() ? ec.value() : 0,
-                                                          "rank " + std::to_string(cfg_.rank) + ": " + what});
+                                                          what});
     for (auto& p : peers_)
       if (p->c && p->c->sock.is_open()) {
         enqueue(*p, ab);
@@ -755,7 +782,7 @@ class tcp {
         if (!p->c) continue;
         {
           std::lock_guard lk(mu_);
-          if (p->read_done || p->bye_rx) continue;
+          if (p->read_done) continue;
         }
         if (now - p->last_rx > cfg_.peer_timeout) {
           std::error_code ig;
@@ -789,10 +816,15 @@ class tcp {
 
   std::mutex mu_;  // guards the flags below and peer::{established, bye_rx, write_done, read_done}
   std::condition_variable cv_;
-  bool started_ = false, stopped_ = false, failed_ = false;
+  bool started_ = false, stopped_ = false, stop_requested_ = false, failed_ = false;
   std::uint32_t established_ = 0;
 };
 
 static_assert(transport<tcp>);
 
 }  // namespace strata
+
+#ifdef STRATA_TCP_POP_DIAGNOSTIC
+#undef STRATA_TCP_POP_DIAGNOSTIC
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,242 @@
+// ps_node: one process of a deterministic parameter-server run, for the TCP tests.
+//
+// Every worker follows a seeded plan of integer increments (worker w only ever adds to column w),
+// checks every read against its consistency model's bound, and, for the bounded models, reads every
+// row again once all updates are guaranteed in and compares it with the exact expected table (so
+// the final table is the same whichever process reads it). Each process then prints the rows its
+// shard holds ("ROW r v0 v1 ...") and a RESULT line. Exit status: 0 ok, 1 run failed (transport or
+// worker error, message on stderr), 2 a consistency violation or lost update.
+//
+//   ps_node --model bsp --clocks 20 --rank 0 --size 3 --base-port 7000      (tcp)
+//   ps_node --model bsp --transport inproc --size 3                           (one process)
+#include <strata/runtime/cluster.hpp>
+#include <strata/strata.hpp>
+#include <strata/transport/tcp.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using counts = strata::dense_row<long>;
+
+struct options {
+  std::string model = "bsp";
+  std::string transport = "tcp";
+  std::uint32_t wpn = 2;
+  int clocks = 20;
+  int rows = 8;
+  std::uint64_t seed = 1;
+  int extra_width = 0;  // wider rows: a different signature, or frames over a small --max-frame
+  int sleep_ms = 0;     // per clock, to make a run last (killed-peer test)
+  int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
+  strata::cluster_options cluster;
+};
+
+/// The plan: rows each worker increments and reads at each clock, and the running sums.
+struct plan {
+  int P, clocks, rows;
+  std::vector<std::vector<std::vector<int>>> incs, reads;
+  std::vector<long> cum_;
+  plan(int p, int c, int r, std::uint64_t seed) : P(p), clocks(c), rows(r), incs(p), reads(p) {
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> row(0, r - 1), n(0, 4);
+    cum_.assign(static_cast<std::size_t>(p * r * (c + 1)), 0);
+    for (int w = 0; w < p; ++w) {
+      incs[w].resize(c);
+      reads[w].resize(c);
+      for (int k = 0; k < c; ++k) {
+        for (int i = n(rng); i > 0; --i) incs[w][k].push_back(row(rng));
+        for (int i = 1 + n(rng) / 2; i > 0; --i) reads[w][k].push_back(row(rng));
+      }
+      for (int rr = 0; rr < r; ++rr)
+        for (int k = 0; k < c; ++k) {
+          long add = 0;
+          for (int x : incs[w][k]) add += x == rr;
+          at(w, rr, k) = at(w, rr, k - 1) + add;
+        }
+    }
+  }
+  long& at(int w, int r, long c) { return cum_[static_cast<std::size_t>((w * rows + r) * (clocks + 1) + c + 1)]; }
+  /// Increments by worker w to row r at clocks <= c.
+  long cum(int w, int r, long c) const {
+    if (c < -1) c = -1;
+    if (c >= clocks) c = clocks - 1;
+    return cum_[static_cast<std::size_t>((w * rows + r) * (clocks + 1) + c + 1)];
+  }
+};
+
+struct violations {
+  std::atomic<long> count{0};
+  std::mutex mu;
+  std::string first;
+  void add(const std::string& what) {
+    if (count++ == 0) {
+      std::lock_guard lk(mu);
+      first = what;
+    }
+  }
+};
+
+/// One read of row r by `self` at clock c; `own_now` = self's increments to r made at clock c so far.
+void check_read(const plan& pl, const strata::model_params& mp, int self, int r, long c, long own_now,
+                const std::vector<long>& v, violations& bad) {
+  const std::string where =
+      "worker " + std::to_string(self) + " clock " + std::to_string(c) + " row " + std::to_string(r) + ": ";
+  if (v[self] != pl.cum(self, r, c - 1) + own_now) bad.add(where + "read-my-writes broken");
+  if (mp.staleness == strata::unbounded) {
+    for (int w = 0; w < pl.P; ++w)
+      if (w != self && (v[w] < 0 || v[w] > pl.cum(w, r, pl.clocks - 1))) bad.add(where + "value out of range");
+    return;
+  }
+  if (!mp.exact) {
+    // Applied on arrival (SSP, ESSP): every other worker's updates through c - s - 1 are in.
+    for (int w = 0; w < pl.P; ++w)
+      if (w != self && (v[w] < pl.cum(w, r, c - mp.staleness - 1) || v[w] > pl.cum(w, r, pl.clocks - 1)))
+        bad.add(where + "read misses updates older than the staleness bound");
+    return;
+  }
+  // Exact snapshots (BSP): every other column is as of one clock t with c - s - 1 <= t <= c - 1.
+  for (long t = c - 1; t >= c - mp.staleness - 1; --t) {
+    bool all = true;
+    for (int w = 0; w < pl.P && all; ++w)
+      if (w != self && v[w] != pl.cum(w, r, t)) all = false;
+    if (all) return;
+  }
+  std::string got;
+  for (auto x : v) got += " " + std::to_string(x);
+  bad.add(where + "no clock within the staleness bound explains the read:" + got);
+}
+
+template <class Model, class Transport>
+int run(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
+  const std::uint32_t P = nodes * o.wpn;
+  const plan pl(static_cast<int>(P), o.clocks, o.rows, o.seed);
+  violations bad;
+  strata::system<Model, Transport> sys({.nodes = nodes, .workers_per_node = o.wpn}, std::move(tc));
+  auto t = sys.template add_table<counts>(static_cast<std::size_t>(P) + static_cast<std::size_t>(o.extra_width));
+  const auto mp = sys.model();
+  const bool bounded = mp.staleness != strata::unbounded;
+  try {
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      const int self = static_cast<int>(w.id());
+      std::vector<long> v(P);
+      auto read = [&](const counts& row) {
+        for (std::uint32_t k = 0; k < P; ++k) v[k] = row.get(static_cast<strata::col_id>(k));
+      };
+      for (int c = 0; c < pl.clocks; ++c) {
+        for (int r : pl.reads[self][c]) {
+          const counts& row = co_await w.get(t, static_cast<strata::row_id>(r));
+          read(row);
+          check_read(pl, mp, self, r, c, 0, v, bad);
+        }
+        for (int r : pl.incs[self][c])
+          co_await w.inc(t, static_cast<strata::row_id>(r), static_cast<strata::col_id>(self), 1L);
+        if (!pl.incs[self][c].empty()) {
+          const int r = pl.incs[self][c].front();
+          const counts& row = co_await w.get(t, static_cast<strata::row_id>(r));
+          long own = 0;
+          for (int x : pl.incs[self][c]) own += x == r;
+          read(row);
+          check_read(pl, mp, self, r, c, own, v, bad);
+        }
+        if (o.sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.sleep_ms));
+        if (c == o.throw_at && self % static_cast<int>(o.wpn) == 0)
+          throw std::runtime_error("worker " + std::to_string(self) + " failed on purpose at clock " + std::to_string(c));
+        co_await w.clock();
+      }
+      if (bounded) {
+        // s empty clocks later, a read needs every update through the last real clock: the exact table.
+        for (int k = 0; k < mp.staleness; ++k) co_await w.clock();
+        for (int r = 0; r < pl.rows; ++r) {
+          const counts& row = co_await w.get(t, static_cast<strata::row_id>(r));
+          read(row);
+          for (std::uint32_t k = 0; k < P; ++k)
+            if (v[k] != pl.cum(static_cast<int>(k), r, pl.clocks - 1))
+              bad.add("worker " + std::to_string(self) + " final read of row " + std::to_string(r) + " column " +
+                      std::to_string(k) + ": " + std::to_string(v[k]) + ", expected " +
+                      std::to_string(pl.cum(static_cast<int>(k), r, pl.clocks - 1)));
+        }
+      }
+    });
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: " << e.what() << std::endl;
+    return 1;
+  }
+  // No lost update: every row this process's shard holds equals the exact sums.
+  std::ostringstream rows;
+  for (int r = 0; r < pl.rows; ++r) {
+    if (!sys.transport().is_local(strata::owner_of(t.id, static_cast<strata::row_id>(r), nodes))) continue;
+    const counts row = sys.row(t, static_cast<strata::row_id>(r));
+    rows << "ROW " << r;
+    for (std::uint32_t k = 0; k < P; ++k) {
+      const long x = row.get(static_cast<strata::col_id>(k));
+      rows << ' ' << x;
+      if (x != pl.cum(static_cast<int>(k), r, pl.clocks - 1))
+        bad.add("lost update: row " + std::to_string(r) + " column " + std::to_string(k) + " is " + std::to_string(x) +
+                ", expected " + std::to_string(pl.cum(static_cast<int>(k), r, pl.clocks - 1)));
+    }
+    rows << '\n';
+  }
+  const auto st = sys.total_stats();
+  if (bounded && st.reads > 0 && st.staleness.stats().max() > mp.staleness) bad.add("observed staleness above the bound");
+  std::cout << rows.str() << "RESULT rank=" << rank << " model=" << mp.describe() << " reads=" << st.reads
+            << " max_staleness=" << (st.reads ? st.staleness.stats().max() : 0) << " bytes_sent=" << sys.transport().bytes_sent()
+            << (bad.count ? " VIOLATIONS" : " ok") << std::endl;
+  if (bad.count) {
+    std::cerr << "VIOLATION (" << bad.count << "): " << bad.first << std::endl;
+    return 2;
+  }
+  return 0;
+}
+
+template <class Model>
+int dispatch_transport(const options& o) {
+  if (o.transport == "inproc") {
+    const std::uint32_t nodes = o.cluster.size.value_or(1);
+    return run<Model, strata::inproc>(o, nodes, {}, 0);
+  }
+  strata::cluster cl;
+  try {
+    cl = strata::make_cluster(o.cluster);
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: " << e.what() << std::endl;
+    return 1;
+  }
+  return run<Model, strata::tcp>(o, cl.size, cl.tcp_config, cl.rank);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  CLI::App app("ps_node: one process of a deterministic strata run (tests of the tcp transport)");
+  app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async");
+  app.add_option("--transport", o.transport, "tcp | inproc");
+  app.add_option("--wpn", o.wpn, "workers per process");
+  app.add_option("--clocks", o.clocks, "clocks per worker");
+  app.add_option("--rows", o.rows, "rows in the table");
+  app.add_option("--seed", o.seed, "plan seed");
+  app.add_option("--extra-width", o.extra_width, "extra (unused) columns per row");
+  app.add_option("--sleep-ms", o.sleep_ms, "sleep per clock");
+  app.add_option("--throw-at", o.throw_at, "the first local worker throws at this clock");
+  strata::add_cluster_options(app, o.cluster);
+  CLI11_PARSE(app, argc, argv);
+  if (o.model == "bsp") return dispatch_transport<strata::bsp>(o);
+  if (o.model == "ssp2") return dispatch_transport<strata::ssp<2>>(o);
+  if (o.model == "essp2") return dispatch_transport<strata::essp<2>>(o);
+  if (o.model == "async") return dispatch_transport<strata::async>(o);
+  std::cerr << "ERROR: unknown --model " << o.model << std::endl;
+  return 1;
+}

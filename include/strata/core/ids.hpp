@@ -14,4 +14,13 @@ using clock_type = std::int64_t;   ///< a worker's iteration counter; starts at 
 /// "Reflects through nothing yet": a row that holds no complete clock.
 inline constexpr clock_type no_clock = -1;
 
+/// An addressable party: slot 0 of a node is its server shard, slot 1 + i its i-th local worker.
+struct endpoint {
+  node_id node = 0;
+  std::uint32_t slot = 0;
+  friend bool operator==(const endpoint&, const endpoint&) = default;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(node, slot); }
+};
+
 }  // namespace strata

@@ -26,8 +26,9 @@ struct delay_config {
 
 /// Wraps transport T: each message is held for its drawn delay, then sent through T.
 template <class T>
-  requires transport<T>
 class delayed {
+  static_assert(transport<T>, "strata::delayed<T>: T must model strata::transport");
+
  public:
   struct config {
     typename T::config inner{};

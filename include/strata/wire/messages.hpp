@@ -14,15 +14,6 @@
 
 namespace strata {
 
-/// An addressable party: slot 0 of a node is its server shard, slot 1 + i its i-th local worker.
-struct endpoint {
-  node_id node = 0;
-  std::uint32_t slot = 0;
-  friend bool operator==(const endpoint&, const endpoint&) = default;
-  template <class Ar>
-  void serialize(Ar& ar) { ar(node, slot); }
-};
-
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.

@@ -1,0 +1,353 @@
+#pragma once
+/// \file Data-parallel SGD matrix factorisation on the parameter server.
+///
+/// Model: r̂_ui = μ + b_u + b_i + u·v (μ the training mean). User rows [u, b_u] live in table W,
+/// item rows [v, b_i] in table H, both dense_row<float>; `block` users (items) share one PS row
+/// of width block·(rank+1), so an iteration reads a few hundred rows rather than ten thousand.
+/// The PS holds each parameter minus its initial value, which every worker derives from a hash
+/// of (seed, table, index), so no initialisation clock is needed and stale reads never see an
+/// uninitialised factor.
+///
+/// Training ratings are partitioned across workers by user block (block mod P). One iteration
+/// (= one clock) of worker p: read its W blocks and every H block its ratings touch (the
+/// requests are issued together), run one SGD epoch over its ratings in a fresh random order on
+/// local copies, then `inc_row` the differences and `clock()`. Per-step regularisation is λ/n_u
+/// and λ/n_i with the global training counts, so one epoch over all workers is a gradient pass
+/// on the SEEDS loss Σ(r − r̂)² + λ(Σ‖[u,b_u]‖² + Σ‖[v,b_i]‖²).
+///
+/// Per iteration each worker reports its partial training loss (residuals summed during the
+/// pass, plus λ‖·‖² of the rows it owns) and its partial test squared error (its users' test
+/// ratings against its local copies); the test RMSE of iteration i is exact for BSP and a
+/// stale-view estimate otherwise. The final RMSE (`mf_run::final_rmse`) is exact: computed from
+/// the server tables after the run.
+#include <strata/consistency/models.hpp>
+#include <strata/ml/io/ratings.hpp>
+#include <strata/ml/mf.hpp>
+#include <strata/ml/trainers/run_stats.hpp>
+#include <strata/runtime/system.hpp>
+#include <strata/table/dense_row.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace strata::ml {
+
+/// Settings of the distributed MF trainer.
+struct mf_trainer_options {
+  std::uint32_t rank = 16;         ///< factor width (plus one bias column per row)
+  double lr = 0.01;                ///< η0 of the schedule η_t = η0 / (1 + decay·t)
+  double decay = 0.05;             ///< learning-rate decay per iteration
+  double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i)
+  std::uint32_t iterations = 80;   ///< clocks (iterations); epochs = iterations / clocks_per_epoch
+  std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings
+  std::uint64_t seed = 1;          ///< init, partition order and visiting order
+  float init_scale = 0.1f;         ///< initial factors uniform in [−init_scale, init_scale] (biases 0)
+  std::uint32_t block = 16;        ///< users / items per PS row
+  bool prefetch = true;            ///< issue an iteration's row requests together
+  std::uint32_t work_repeat = 1;   ///< compute each iteration's SGD pass this many times (slows workers
+                                   ///< down to emulate compute-dominated iterations; updates applied once)
+};
+
+/// The outcome of a run.
+struct mf_run {
+  std::vector<iteration_stats> iterations;  ///< [0] = initial state, [i] = after iteration i
+  double final_rmse = 0;                    ///< exact test RMSE of the final server tables
+  double seconds = 0;                       ///< wall time of system::run
+  std::uint64_t sgd_updates = 0;            ///< SGD steps done (all workers)
+  worker_stats stats;                       ///< all workers' statistics merged
+  std::uint64_t bytes_sent = 0;             ///< transport bytes of the whole run
+};
+
+namespace detail {
+inline std::uint64_t mf_mix(std::uint64_t x) noexcept {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+/// Initial value of column c of entity e in table t (0 for the bias column).
+inline float mf_init(std::uint64_t seed, std::uint32_t table, std::uint64_t e, std::uint32_t c, std::uint32_t rank,
+                     float scale) noexcept {
+  if (c == rank) return 0.0f;
+  const std::uint64_t h = mf_mix(seed ^ mf_mix((std::uint64_t{table} << 62) ^ (e * (rank + 1) + c)));
+  return scale * (2.0f * static_cast<float>(static_cast<double>(h >> 11) * 0x1.0p-53) - 1.0f);
+}
+}  // namespace detail
+
+/// Trains MF on `train` with the parameter-server system `sys` (tables are added here; run once).
+/// `on_iteration` (optional) is called once per completed iteration, from a worker thread.
+template <class C, class T>
+mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating_set& test,
+                const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
+  const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
+  const std::uint32_t R = o.rank, W1 = R + 1, B = std::max<std::uint32_t>(1, o.block);
+  const std::uint32_t nu = std::max(train.num_users, test.num_users);
+  const std::uint32_t ni = std::max(train.num_items, test.num_items);
+  const std::uint32_t ub = (nu + B - 1) / B, ib = (ni + B - 1) / B;
+  const auto Wt = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
+  const auto Ht = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
+  const float mu = static_cast<float>(train.mean());
+
+  std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
+  for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
+
+  // Partition by user block, balanced: blocks in decreasing order of ratings, each to the worker
+  // with the fewest ratings so far (ties to the lower id), so no worker waits on a heavy one.
+  std::vector<std::uint32_t> owner(ub, 0);
+  {
+    std::vector<std::uint64_t> per_block(ub, 0), load(P, 0);
+    for (const auto& r : train.ratings) ++per_block[r.user / B];
+    std::vector<std::uint32_t> blocks(ub);
+    std::iota(blocks.begin(), blocks.end(), 0u);
+    std::stable_sort(blocks.begin(), blocks.end(), [&](auto a, auto b) { return per_block[a] > per_block[b]; });
+    for (std::uint32_t b : blocks) {
+      const auto p = static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+      owner[b] = p;
+      load[p] += per_block[b];
+    }
+  }
+  std::vector<std::vector<io::rating>> part(P), test_part(P);
+  for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
+  for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
+
+  run_recorder rec(P, o.iterations, [&sys] { return sys.transport().bytes_sent(); }, std::move(on_iteration));
+  rec.set_metric([](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; });
+  std::atomic<std::uint64_t> updates{0};
+
+  auto program = [&](worker& w) -> task<> {
+    const worker_id p = w.id();
+    const auto& mine = part[p];
+    const auto& my_test = test_part[p];
+    // Blocks this worker reads: its user blocks, and the item blocks of its train and test ratings.
+    std::vector<std::uint32_t> ublocks, iblocks;
+    {
+      std::vector<char> uu(ub, 0), ii(ib, 0);
+      for (const auto* set : {&mine, &my_test})
+        for (const auto& r : *set) uu[r.user / B] = 1, ii[r.item / B] = 1;
+      for (std::uint32_t b = 0; b < ub; ++b)
+        if (uu[b]) ublocks.push_back(b);
+      for (std::uint32_t b = 0; b < ib; ++b)
+        if (ii[b]) iblocks.push_back(b);
+    }
+    // Local copies, indexed by block (only the blocks read are filled).
+    const std::size_t bw = std::size_t{B} * W1;
+    std::vector<float> Wl(std::size_t{ub} * bw), Wo(Wl.size()), Hl(std::size_t{ib} * bw), Ho(Hl.size());
+    std::vector<float> Winit(Wl.size(), 0.0f), Hinit(Hl.size(), 0.0f);
+    for (std::uint32_t b : ublocks)
+      for (std::uint32_t j = 0; j < B; ++j)
+        for (std::uint32_t c = 0; c < W1; ++c)
+          Winit[b * bw + j * W1 + c] = detail::mf_init(o.seed, 0, std::uint64_t{b} * B + j, c, R, o.init_scale);
+    for (std::uint32_t b : iblocks)
+      for (std::uint32_t j = 0; j < B; ++j)
+        for (std::uint32_t c = 0; c < W1; ++c)
+          Hinit[b * bw + j * W1 + c] = detail::mf_init(o.seed, 1, std::uint64_t{b} * B + j, c, R, o.init_scale);
+    auto urow = [&](std::uint32_t u) { return Wl.data() + std::size_t{u / B} * bw + std::size_t{u % B} * W1; };
+    auto irow = [&](std::uint32_t i) { return Hl.data() + std::size_t{i / B} * bw + std::size_t{i % B} * W1; };
+    auto predict = [&](const io::rating& r) {
+      const float* u = urow(r.user);
+      const float* v = irow(r.item);
+      return mu + u[R] + v[R] + mf_dot(u, v, R);
+    };
+    auto test_sq = [&] {
+      double s = 0;
+      for (const auto& r : my_test) {
+        const double e = r.value - predict(r);
+        s += e * e;
+      }
+      return s;
+    };
+    // Reads: this worker's W blocks and the H blocks of its test-only items at the start of an
+    // iteration; the other H blocks just before the pass first needs them (after a yield, so
+    // rows pushed meanwhile are taken in): the pass visits ratings grouped by item block.
+    std::vector<char> loaded(ib, 0), train_block(ib, 0);
+    std::vector<io::rating> data = mine;
+    std::stable_sort(data.begin(), data.end(), [B](const io::rating& x, const io::rating& y) { return x.item / B < y.item / B; });
+    std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
+    for (std::size_t i = 0; i < data.size();) {
+      std::size_t j = i;
+      while (j < data.size() && data[j].item / B == data[i].item / B) ++j;
+      groups.emplace_back(i, j);
+      train_block[data[i].item / B] = 1;
+      i = j;
+    }
+    auto load_h = [&](std::uint32_t b) -> task<> {
+      const auto& row = co_await w.get(Ht, b);
+      const auto s = row.span();
+      for (std::size_t k = 0; k < bw; ++k) Hl[b * bw + k] = Ho[b * bw + k] = Hinit[b * bw + k] + s[k];
+      loaded[b] = 1;
+    };
+    auto read_start = [&]() -> task<> {
+      std::fill(loaded.begin(), loaded.end(), 0);
+      if (o.prefetch) {
+        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+        for (std::uint32_t b : iblocks)
+          if (!train_block[b]) prefetch(w, Ht, b);
+      }
+      for (std::uint32_t b : ublocks) {
+        const auto& row = co_await w.get(Wt, b);
+        const auto s = row.span();
+        for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Wo[b * bw + k] = Winit[b * bw + k] + s[k];
+      }
+      for (std::uint32_t b : iblocks)
+        if (!train_block[b]) co_await load_h(b);
+    };
+
+    // Iteration 0: the initial model (no reads needed: it is the hashed init).
+    Wl = Winit;
+    Hl = Hinit;
+    {
+      const auto t0 = std::chrono::steady_clock::now();
+      rec.add_values(p, 0, 0.0, test_sq(), static_cast<double>(my_test.size()));
+      rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      rec.end_iteration(w, 0);
+    }
+
+    std::vector<std::uint32_t> order;  // this epoch's visiting order (indices into data)
+    order.reserve(data.size());
+    std::mt19937_64 rng(detail::mf_mix(o.seed * 7919 + p));
+    const auto lam = static_cast<float>(o.lambda);
+    const std::uint32_t K = std::max<std::uint32_t>(1, o.clocks_per_epoch);
+    volatile float sink = 0;
+    for (std::uint32_t it = 1; it <= o.iterations; ++it) {
+      co_await read_start();
+      const std::uint32_t epoch = (it - 1) / K, slice = (it - 1) % K;
+      if (slice == 0) {  // new epoch: random block order, random order inside each block
+        std::shuffle(groups.begin(), groups.end(), rng);
+        order.clear();
+        for (auto [g0, g1] : groups) {
+          std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), rng);
+          for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
+        }
+      }
+      const std::size_t lo = order.size() * slice / K, hi = order.size() * (slice + 1) / K;
+      const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));
+      double sq = 0;
+      for (std::size_t x = lo; x < hi; ++x) {
+        const io::rating& r = data[order[x]];
+        if (!loaded[r.item / B]) {
+          co_await w.yield();
+          co_await load_h(r.item / B);
+        }
+        float* u = urow(r.user);
+        float* v = irow(r.item);
+        for (std::uint32_t rep = 1; rep < o.work_repeat; ++rep) sink = sink + mf_dot(u, v, R) * 1e-30f;
+        const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
+        const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
+        u[R] += eta * (e - lu * u[R]);
+        v[R] += eta * (e - li * v[R]);
+        sq += static_cast<double>(e) * e;
+      }
+      updates += hi - lo;
+      // Evaluation (excluded from the timing).
+      {
+        const auto t0 = std::chrono::steady_clock::now();
+        double reg = 0;
+        for (std::uint32_t b : ublocks)
+          reg += mf_sq_norm(std::span<const float>(Wl.data() + b * bw, bw));
+        for (std::uint32_t b : iblocks)
+          if (b % P == p && loaded[b]) reg += mf_sq_norm(std::span<const float>(Hl.data() + b * bw, bw));
+        rec.add_values(p, it, sq + o.lambda * reg, test_sq(), static_cast<double>(my_test.size()));
+        rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      // Push the differences.
+      auto push = [&](auto table, const std::vector<float>& now, const std::vector<float>& old,
+                      const std::vector<std::uint32_t>& blocks) -> task<> {
+        for (std::uint32_t b : blocks) {
+          dense_row<float> d(bw);
+          bool any = false;
+          for (std::size_t k = 0; k < bw; ++k) {
+            const float x = now[b * bw + k] - old[b * bw + k];
+            if (x != 0.0f) d.inc(static_cast<col_id>(k), x), any = true;
+          }
+          if (any) co_await w.inc_row(table, b, std::move(d));
+        }
+      };
+      co_await push(Wt, Wl, Wo, ublocks);
+      std::vector<std::uint32_t> read_blocks;
+      for (std::uint32_t b : iblocks)
+        if (loaded[b]) read_blocks.push_back(b);
+      co_await push(Ht, Hl, Ho, read_blocks);
+      rec.end_iteration(w, it);
+      co_await w.clock();
+    }
+  };
+
+  mf_run out;
+  rec.start();
+  sys.run(program);
+  out.seconds = rec.since_start();
+  out.iterations = rec.iterations();
+  out.sgd_updates = updates.load();
+  out.stats = sys.total_stats();
+  out.bytes_sent = sys.transport().bytes_sent();
+
+  // Exact final RMSE from the server tables.
+  std::vector<float> Wf(std::size_t{ub} * B * W1), Hf(std::size_t{ib} * B * W1);
+  for (std::uint32_t b = 0; b < ub; ++b) {
+    const auto row = sys.row(Wt, b);
+    for (std::uint32_t j = 0; j < B; ++j)
+      for (std::uint32_t c = 0; c < W1; ++c) {
+        const std::size_t k = std::size_t{j} * W1 + c;
+        Wf[b * std::size_t{B} * W1 + k] = detail::mf_init(o.seed, 0, std::uint64_t{b} * B + j, c, R, o.init_scale) +
+                                          (row.empty() ? 0.0f : row[static_cast<col_id>(k)]);
+      }
+  }
+  for (std::uint32_t b = 0; b < ib; ++b) {
+    const auto row = sys.row(Ht, b);
+    for (std::uint32_t j = 0; j < B; ++j)
+      for (std::uint32_t c = 0; c < W1; ++c) {
+        const std::size_t k = std::size_t{j} * W1 + c;
+        Hf[b * std::size_t{B} * W1 + k] = detail::mf_init(o.seed, 1, std::uint64_t{b} * B + j, c, R, o.init_scale) +
+                                          (row.empty() ? 0.0f : row[static_cast<col_id>(k)]);
+      }
+  }
+  double s = 0;
+  for (const auto& r : test.ratings) {
+    const float* u = Wf.data() + std::size_t{r.user} * W1;
+    const float* v = Hf.data() + std::size_t{r.item} * W1;
+    const double e = r.value - (mu + u[R] + v[R] + mf_dot(u, v, R));
+    s += e * e;
+  }
+  out.final_rmse = test.empty() ? 0.0 : std::sqrt(s / static_cast<double>(test.size()));
+  return out;
+}
+
+/// A plain single-threaded SGD loop over the same model and data (no parameter server): the
+/// baseline for the per-thread throughput ratio. Returns SGD updates per second.
+inline double mf_baseline_updates_per_s(const io::rating_set& train, const mf_trainer_options& o, std::uint32_t epochs) {
+  const std::uint32_t R = o.rank, W1 = R + 1;
+  std::vector<float> U(std::size_t{train.num_users} * W1), V(std::size_t{train.num_items} * W1);
+  for (std::size_t i = 0; i < U.size(); ++i) U[i] = detail::mf_init(o.seed, 0, i / W1, static_cast<std::uint32_t>(i % W1), R, o.init_scale);
+  for (std::size_t i = 0; i < V.size(); ++i) V[i] = detail::mf_init(o.seed, 1, i / W1, static_cast<std::uint32_t>(i % W1), R, o.init_scale);
+  std::vector<std::uint32_t> n_user(train.num_users, 0), n_item(train.num_items, 0);
+  for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
+  const float mu = static_cast<float>(train.mean()), lam = static_cast<float>(o.lambda);
+  std::vector<std::uint32_t> order(train.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::mt19937_64 rng(o.seed);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (std::uint32_t ep = 0; ep < epochs; ++ep) {
+    std::shuffle(order.begin(), order.end(), rng);
+    const float eta = static_cast<float>(o.lr / (1 + o.decay * ep));
+    for (std::uint32_t idx : order) {
+      const auto& r = train.ratings[idx];
+      float* u = U.data() + std::size_t{r.user} * W1;
+      float* v = V.data() + std::size_t{r.item} * W1;
+      const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
+      const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
+      u[R] += eta * (e - lu * u[R]);
+      v[R] += eta * (e - li * v[R]);
+    }
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return static_cast<double>(train.size()) * epochs / std::max(s, 1e-9);
+}
+
+}  // namespace strata::ml

@@ -74,6 +74,7 @@ class system {
         ws->program->start([this, ws](std::exception_ptr e) {
           if (e) record_error(e);
           ws->w->finish([this, ws] {
+            if (auto se = ws->w->spawn_error()) record_error(se);
             ws->finished = true;
             progress();
           });

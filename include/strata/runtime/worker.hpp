@@ -6,6 +6,8 @@
 #include <coroutine>
 #include <cstdint>
 #include <deque>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "../wire/messages.hpp"
 #include "params.hpp"
 #include "server.hpp"
+#include "task.hpp"
 
 namespace strata {
 
@@ -223,9 +226,30 @@ class worker {
     wake();
   }
 
-  /// After the worker's program returns: flush the rest, tell the shards it is done, and call
-  /// `done` once every flush is acknowledged (then its updates are in the servers' rows).
+  /// Runs another coroutine on this worker's thread, beside the program (it shares the worker's
+  /// cache, oplog and clock). The worker finishes only after every spawned coroutine has; an
+  /// exception from one is reported like the program's own.
+  void spawn(task<> t) {
+    auto owned = std::make_unique<task<>>(std::move(t));
+    auto* p = owned.get();
+    spawned_.push_back(std::move(owned));
+    ++live_;
+    p->start([this](std::exception_ptr e) {
+      if (e && !spawn_error_) spawn_error_ = e;
+      if (--live_ == 0 && deferred_finish_) std::exchange(deferred_finish_, {})();
+    });
+  }
+  /// The first exception thrown by a spawned coroutine, if any.
+  std::exception_ptr spawn_error() const noexcept { return spawn_error_; }
+
+  /// After the worker's program (and every spawned coroutine) returns: flush the rest, tell the
+  /// shards it is done, and call `done` once every flush is acknowledged (then its updates are in
+  /// the servers' rows).
   void finish(std::function<void()> done) {
+    if (live_ > 0) {
+      deferred_finish_ = [this, done = std::move(done)]() mutable { finish(std::move(done)); };
+      return;
+    }
     flush(true, true);
     finish_done_ = std::move(done);
     if (all_acked()) return std::exchange(finish_done_, {})();
@@ -324,6 +348,10 @@ class worker {
   std::vector<waiter> waiters_;
   std::function<void()> finish_done_;
   std::function<void(std::coroutine_handle<>)> reschedule_;
+  std::vector<std::unique_ptr<task<>>> spawned_;
+  int live_ = 0;
+  std::function<void()> deferred_finish_;
+  std::exception_ptr spawn_error_;
   double finish_started_ = 0;
   worker_stats stats_;
 };

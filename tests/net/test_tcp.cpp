@@ -1,0 +1,722 @@
+// The tcp transport: in-process unit checks (ordering, local delivery, the shutdown barrier), then
+// real multi-process runs on loopback of tests/net/ps_node (every consistency model's bound, no
+// lost update, the same table as inproc), every failure path with its stderr text and no hang
+// (handshake mismatch, wrong secret, garbage and oversized frames, a killed peer, a failing
+// worker), scripts/launch.sh, and a run across two network namespaces joined by a veth pair.
+#include <doctest/doctest.h>
+
+#include <strata/transport/tcp.hpp>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using namespace std::chrono_literals;
+using clk = std::chrono::steady_clock;
+
+// ---- helpers: processes, ports, files -------------------------------------------------------
+
+std::string node_binary() { return std::string(STRATA_BINARY_DIR) + "/tests/net/strata_ps_node"; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// A scratch directory removed at the end of the test.
+struct scratch {
+  std::string dir;
+  scratch() {
+    char tmpl[] = "/tmp/strata_net_XXXXXX";
+    dir = ::mkdtemp(tmpl);
+  }
+  ~scratch() {
+    const std::string cmd = "rm -rf '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
+  }
+  std::string path(const std::string& name) const { return dir + "/" + name; }
+};
+
+/// A child process with stdout and stderr in files.
+struct proc {
+  pid_t pid = -1;
+  std::string out_path, err_path;
+  int status = -1;
+  bool done = false;
+  std::string out() const { return read_file(out_path); }
+  std::string err() const { return read_file(err_path); }
+  int exit_code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
+};
+
+proc spawn(const std::vector<std::string>& argv, const scratch& dir, const std::string& name,
+           const std::vector<std::string>& extra_env = {}) {
+  proc p;
+  p.out_path = dir.path(name + ".out");
+  p.err_path = dir.path(name + ".err");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    // The test controls rank variables itself.
+    if (kv.rfind("STRATA_", 0) == 0 || kv.rfind("OMPI_COMM_WORLD_", 0) == 0 || kv.rfind("PMI_", 0) == 0 ||
+        kv.rfind("SLURM_", 0) == 0)
+      continue;
+    env_store.push_back(kv);
+  }
+  for (auto& e : extra_env) env_store.push_back(e);
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  const int rc = posix_spawnp(&p.pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  REQUIRE_MESSAGE(rc == 0, "posix_spawn " << argv[0] << ": " << std::strerror(rc));
+  return p;
+}
+
+/// Waits for every process, at most `limit`; kills (SIGKILL) those still running then. Returns
+/// false on a timeout.
+bool wait_all(std::vector<proc*> ps, std::chrono::milliseconds limit) {
+  const auto deadline = clk::now() + limit;
+  for (;;) {
+    bool all = true;
+    for (auto* p : ps) {
+      if (p->done) continue;
+      if (::waitpid(p->pid, &p->status, WNOHANG) == p->pid) p->done = true;
+      else all = false;
+    }
+    if (all) return true;
+    if (clk::now() > deadline) {
+      for (auto* p : ps)
+        if (!p->done) {
+          ::kill(p->pid, SIGKILL);
+          ::waitpid(p->pid, &p->status, 0);
+          p->done = true;
+        }
+      return false;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+}
+bool wait_all(std::vector<proc>& ps, std::chrono::milliseconds limit) {
+  std::vector<proc*> v;
+  for (auto& p : ps) v.push_back(&p);
+  return wait_all(v, limit);
+}
+
+/// `n` ports that were free a moment ago (bound to port 0, then released).
+std::vector<std::uint16_t> free_ports(int n) {
+  std::vector<int> fds;
+  std::vector<std::uint16_t> ports;
+  for (int i = 0; i < n; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    ports.push_back(ntohs(a.sin_port));
+    fds.push_back(fd);
+  }
+  for (int fd : fds) ::close(fd);
+  return ports;
+}
+
+/// A base port with `n` consecutive free ports (for base_port + rank addressing).
+std::uint16_t free_port_run(int n) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto base = static_cast<std::uint16_t>(20000 + (static_cast<unsigned>(::getpid()) * 7 + attempt * 97) % 30000);
+    bool ok = true;
+    std::vector<int> fds;
+    for (int i = 0; i < n && ok; ++i) {
+      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<std::uint16_t>(base + i));
+      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+      fds.push_back(fd);
+    }
+    for (int fd : fds) ::close(fd);
+    if (ok) return base;
+  }
+  FAIL("no run of free ports");
+  return 0;
+}
+
+std::string write_hostfile(const scratch& dir, const std::vector<std::uint16_t>& ports,
+                           const std::string& host = "127.0.0.1") {
+  const auto path = dir.path("hosts");
+  std::ofstream out(path);
+  out << "# rank order\n";
+  for (auto p : ports) out << host << ' ' << p << '\n';
+  return path;
+}
+
+/// Starts `n` ps_node processes of one run (hostfile addressing) with common and per-rank arguments.
+std::vector<proc> start_nodes(const scratch& dir, int n, const std::vector<std::string>& common,
+                              const std::map<int, std::vector<std::string>>& per_rank = {},
+                              std::vector<std::uint16_t>* ports_out = nullptr) {
+  const auto ports = free_ports(n);
+  if (ports_out) *ports_out = ports;
+  const auto hosts = write_hostfile(dir, ports);
+  std::vector<proc> ps;
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> argv{node_binary(), "--hostfile", hosts, "--rank", std::to_string(r),
+                                  "--connect-timeout-ms", "8000"};
+    argv.insert(argv.end(), common.begin(), common.end());
+    if (auto it = per_rank.find(r); it != per_rank.end()) argv.insert(argv.end(), it->second.begin(), it->second.end());
+    ps.push_back(spawn(argv, dir, "rank" + std::to_string(r)));
+  }
+  return ps;
+}
+
+std::string rows_of(const std::string& out) {
+  std::vector<std::string> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("ROW ", 0) == 0) rows.push_back(line);
+  std::sort(rows.begin(), rows.end());
+  std::string s;
+  for (auto& r : rows) s += r + "\n";
+  return s;
+}
+
+std::string describe(const std::vector<proc>& ps) {
+  std::string s;
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    s += "--- rank " + std::to_string(i) + " exit " + std::to_string(ps[i].exit_code()) + "\nstdout:\n" + ps[i].out() +
+         "stderr:\n" + ps[i].err();
+  return s;
+}
+
+bool binary_present() {
+  struct stat st{};
+  if (::stat(node_binary().c_str(), &st) == 0) return true;
+  FAIL_CHECK("missing " << node_binary() << ": build the strata_ps_node target (tests/net/CMakeLists.txt)");
+  return false;
+}
+
+/// Connects to 127.0.0.1:port, retrying until the deadline. Returns the fd or -1.
+int connect_raw(std::uint16_t port, std::chrono::milliseconds limit) {
+  const auto deadline = clk::now() + limit;
+  while (clk::now() < deadline) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    ::close(fd);
+    std::this_thread::sleep_for(10ms);
+  }
+  return -1;
+}
+
+/// Sends bytes, then reads until the peer closes; true when it closed within `limit`.
+bool send_and_expect_close(int fd, const std::vector<std::byte>& bytes, std::chrono::milliseconds limit) {
+  if (::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(bytes.size())) return true;
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(limit.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((limit.count() % 1000) * 1000);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[4096];
+  for (;;) {
+    const auto n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;                                         // orderly close
+    if (n < 0) return errno == ECONNRESET || errno == EPIPE;         // reset is a close too; EAGAIN: timed out
+  }
+}
+
+std::vector<std::byte> raw_header(std::uint32_t version, std::uint8_t kind, std::uint64_t length) {
+  std::vector<std::byte> h(strata::wire::frame_header_size);
+  std::memcpy(h.data(), "STRA", 4);
+  strata::wire::detail::put_le(h.data() + 4, version, 4);
+  h[8] = static_cast<std::byte>(kind);
+  strata::wire::detail::put_le(h.data() + 16, length, 8);
+  strata::wire::detail::put_le(h.data() + 24, 1, 4);
+  return h;
+}
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+// ---- in-process: two tcp objects on loopback -------------------------------------------------
+
+struct pair_fixture {
+  std::vector<std::uint16_t> ports = free_ports(2);
+  strata::tcp::config cfg(strata::node_id r) {
+    strata::tcp::config c;
+    c.rank = r;
+    c.peers = {{"127.0.0.1", ports[0]}, {"127.0.0.1", ports[1]}};
+    c.connect_timeout = 5000ms;
+    c.peer_timeout = 5000ms;
+    return c;
+  }
+};
+
+strata::wire::message numbered(std::uint64_t i, std::size_t payload = 0) {
+  strata::wire::flush f;
+  f.seq = i;
+  f.payload.bytes.assign(payload, std::byte{1});
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("tcp in process: per-pair order, local delivery without sockets, bytes_sent") {
+  pair_fixture fx;
+  strata::tcp a(fx.cfg(0)), b(fx.cfg(1));
+  std::mutex mu;
+  std::vector<std::uint64_t> at_b_from_a0, at_b_from_a1, at_a_local;
+  std::atomic<int> fatal{0};
+  a.bind({0, 0}, [&](strata::endpoint, strata::wire::message&& m) {
+    std::lock_guard lk(mu);
+    at_a_local.push_back(std::get<strata::wire::flush>(m).seq);
+  });
+  a.bind({0, 1}, [](strata::endpoint, strata::wire::message&&) {});
+  b.bind({1, 0}, [&](strata::endpoint src, strata::wire::message&& m) {
+    std::lock_guard lk(mu);
+    (src.slot == 0 ? at_b_from_a0 : at_b_from_a1).push_back(std::get<strata::wire::flush>(m).seq);
+  });
+  a.on_fatal([&](std::error_code, const std::string&) { ++fatal; });
+  b.on_fatal([&](std::error_code, const std::string&) { ++fatal; });
+  const strata::run_shape shape{2, 1, "sig"};
+  std::thread tb([&] { b.start(shape); });
+  a.start(shape);
+  tb.join();
+  constexpr int n = 2000;
+  // Two sending threads (two source endpoints), FIFO each.
+  std::thread s1([&] {
+    for (int i = 0; i < n; ++i) a.send({0, 1}, {1, 0}, numbered(static_cast<std::uint64_t>(i), i % 97));
+  });
+  for (int i = 0; i < n; ++i) a.send({0, 0}, {1, 0}, numbered(static_cast<std::uint64_t>(i), 3000));
+  for (int i = 0; i < 10; ++i) a.send({0, 1}, {0, 0}, numbered(static_cast<std::uint64_t>(i)));
+  s1.join();
+  std::thread tb2([&] { b.stop(); });
+  a.stop();  // the barrier: returns after every queued frame went out and b said bye
+  tb2.join();
+  const auto local_bytes = a.bytes_sent();
+  REQUIRE(at_b_from_a0.size() == n);
+  REQUIRE(at_b_from_a1.size() == n);
+  for (int i = 0; i < n; ++i) {
+    CHECK(at_b_from_a0[static_cast<std::size_t>(i)] == static_cast<std::uint64_t>(i));
+    CHECK(at_b_from_a1[static_cast<std::size_t>(i)] == static_cast<std::uint64_t>(i));
+  }
+  CHECK(at_a_local.size() == 10);
+  CHECK(a.bytes_local() > 0);
+  CHECK(local_bytes > static_cast<std::uint64_t>(n) * 3000);
+  CHECK(fatal == 0);
+  CHECK_FALSE(a.is_local(1));
+  CHECK(a.is_local(0));
+}
+
+TEST_CASE("tcp in process: stop() right after sending delivers everything (shutdown barrier)") {
+  pair_fixture fx;
+  strata::tcp a(fx.cfg(0)), b(fx.cfg(1));
+  std::atomic<std::uint64_t> got{0}, bytes{0};
+  a.bind({0, 0}, [](strata::endpoint, strata::wire::message&&) {});
+  b.bind({1, 0}, [&](strata::endpoint, strata::wire::message&& m) {
+    bytes += std::get<strata::wire::flush>(m).payload.bytes.size();
+    ++got;
+  });
+  const strata::run_shape shape{2, 1, "sig"};
+  std::thread tb([&] {
+    b.start(shape);
+    b.stop();  // finishes at once, but must stay until a's frames are in and a said bye
+  });
+  a.start(shape);
+  for (int i = 0; i < 300; ++i) a.send({0, 0}, {1, 0}, numbered(static_cast<std::uint64_t>(i), 64 << 10));
+  a.stop();
+  tb.join();
+  CHECK(got == 300);
+  CHECK(bytes == 300u * (64u << 10));
+}
+
+TEST_CASE("tcp in process: a frame over max_frame is refused when sending") {
+  pair_fixture fx;
+  auto ca = fx.cfg(0);
+  ca.max_frame = 4096;
+  strata::tcp a(ca), b(fx.cfg(1));
+  std::atomic<int> fatal_a{0}, fatal_b{0};
+  std::string why_b;
+  std::mutex mu;
+  a.bind({0, 0}, [](strata::endpoint, strata::wire::message&&) {});
+  b.bind({1, 0}, [](strata::endpoint, strata::wire::message&&) {});
+  a.on_fatal([&](std::error_code ec, const std::string&) { fatal_a += ec == strata::errc::frame_too_large; });
+  b.on_fatal([&](std::error_code, const std::string& w) {
+    std::lock_guard lk(mu);
+    why_b = w;
+    ++fatal_b;
+  });
+  const strata::run_shape shape{2, 1, "sig"};
+  std::thread tb([&] { b.start(shape); });
+  a.start(shape);
+  tb.join();
+  a.send({0, 0}, {1, 0}, numbered(1, 100));
+  CHECK_THROWS_AS(a.send({0, 0}, {1, 0}, numbered(2, 5000)), strata::error);
+  // The peer is told at once (abort frame), not left waiting.
+  for (int i = 0; i < 300 && fatal_b == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(fatal_a == 1);
+  CHECK(fatal_b == 1);
+  std::lock_guard lk(mu);
+  CHECK(contains(why_b, "over max_frame"));
+  std::thread tb2([&] { b.stop(); });
+  a.stop();
+  tb2.join();
+}
+
+// ---- real processes ------------------------------------------------------------------------
+
+namespace {
+void run_model(const std::string& model, int n) {
+  if (!binary_present()) return;
+  scratch dir;
+  auto ps = start_nodes(dir, n, {"--model", model, "--clocks", "20", "--wpn", "2"});
+  const bool finished = wait_all(ps, 20000ms);
+  INFO(describe(ps));
+  REQUIRE(finished);
+  std::string rows;
+  for (auto& p : ps) {
+    CHECK(p.exit_code() == 0);
+    CHECK(contains(p.out(), " ok"));
+    rows += rows_of(p.out());
+  }
+  // Every row is held by exactly one process.
+  CHECK(std::count(rows.begin(), rows.end(), '\n') == 8);
+}
+}  // namespace
+
+TEST_CASE("tcp processes: bsp, 4 processes, exact snapshots and nothing lost") { run_model("bsp", 4); }
+TEST_CASE("tcp processes: ssp<2>, 3 processes, staleness <= 2 and nothing lost") { run_model("ssp2", 3); }
+TEST_CASE("tcp processes: essp<2>, 4 processes, staleness <= 2 and nothing lost") { run_model("essp2", 4); }
+TEST_CASE("tcp processes: async, 3 processes, nothing lost") { run_model("async", 3); }
+
+TEST_CASE("tcp processes: BSP gives the same final table as inproc") {
+  if (!binary_present()) return;
+  scratch dir;
+  const std::vector<std::string> common{"--model", "bsp", "--clocks", "15", "--rows", "10", "--seed", "42"};
+  auto ps = start_nodes(dir, 3, common);
+  std::vector<std::string> argv{node_binary(), "--transport", "inproc", "--size", "3"};
+  argv.insert(argv.end(), common.begin(), common.end());
+  auto single = spawn(argv, dir, "inproc");
+  std::vector<proc*> all{&ps[0], &ps[1], &ps[2], &single};
+  const bool finished = wait_all(all, 20000ms);
+  INFO(describe(ps));
+  REQUIRE(finished);
+  std::string tcp_rows;
+  for (auto& p : ps) {
+    CHECK(p.exit_code() == 0);
+    tcp_rows += rows_of(p.out());
+  }
+  CHECK(single.exit_code() == 0);
+  CHECK(rows_of(tcp_rows) == rows_of(single.out()));
+  CHECK(std::count(tcp_rows.begin(), tcp_rows.end(), '\n') == 10);
+}
+
+TEST_CASE("tcp processes: another run signature stops both sides, naming the field, rank and address") {
+  if (!binary_present()) return;
+  scratch dir;
+  std::vector<std::uint16_t> ports;
+  auto ps = start_nodes(dir, 2, {}, {{0, {"--model", "bsp"}}, {1, {"--model", "ssp2"}}}, &ports);
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(ps, 15000ms));
+  INFO(describe(ps));
+  CHECK(clk::now() - t0 < 5s);
+  CHECK(ps[0].exit_code() == 1);
+  CHECK(ps[1].exit_code() == 1);
+  CHECK(contains(ps[0].err(), "run signature differs: consistency model (here 'bsp s=0', peer 'ssp s=2')"));
+  CHECK(contains(ps[0].err(), "rank 1 (127.0.0.1:" + std::to_string(ports[1]) + ")"));
+  CHECK(contains(ps[1].err(), "run signature differs: consistency model (here 'ssp s=2', peer 'bsp s=0')"));
+  CHECK(contains(ps[1].err(), "rank 0 (127.0.0.1:" + std::to_string(ports[0]) + ")"));
+  CHECK(contains(ps[0].err(), "run configuration mismatch"));
+
+  // Another table width: the field named is the table.
+  scratch dir2;
+  auto qs = start_nodes(dir2, 2, {}, {{1, {"--extra-width", "3"}}});
+  REQUIRE(wait_all(qs, 15000ms));
+  INFO(describe(qs));
+  CHECK(qs[0].exit_code() == 1);
+  CHECK(contains(qs[0].err(), "run signature differs: table 0"));
+}
+
+TEST_CASE("tcp processes: shared secret: a wrong or a missing one is refused on both sides") {
+  if (!binary_present()) return;
+  {
+    scratch dir;
+    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha"}}, {1, {"--secret", "beta"}}});
+    REQUIRE(wait_all(ps, 15000ms));
+    INFO(describe(ps));
+    for (auto& p : ps) {
+      CHECK(p.exit_code() == 1);
+      CHECK(contains(p.err(), "shared secret mismatch"));
+    }
+    CHECK(contains(ps[0].err(), "handshake with rank 1"));
+  }
+  {
+    scratch dir;
+    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha"}}});
+    REQUIRE(wait_all(ps, 15000ms));
+    INFO(describe(ps));
+    CHECK(ps[0].exit_code() == 1);
+    CHECK(ps[1].exit_code() == 1);
+    CHECK(contains(ps[0].err(), "a shared secret is set here but not on the peer"));
+    CHECK(contains(ps[1].err(), "the peer requires a shared secret and none is set here"));
+  }
+  {
+    // The same secret, once from the flag and once from STRATA_SECRET: the run goes through.
+    scratch dir;
+    const auto ports = free_ports(2);
+    const auto hosts = write_hostfile(dir, ports);
+    auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0", "--secret", "gamma"}, dir, "r0");
+    auto p1 = spawn({node_binary(), "--hostfile", hosts, "--rank", "1"}, dir, "r1", {"STRATA_SECRET=gamma"});
+    std::vector<proc*> all{&p0, &p1};
+    REQUIRE(wait_all(all, 15000ms));
+    INFO(p0.err() << p1.err());
+    CHECK(p0.exit_code() == 0);
+    CHECK(p1.exit_code() == 0);
+  }
+}
+
+TEST_CASE("tcp processes: garbage and an oversized header from a raw socket close that connection only") {
+  if (!binary_present()) return;
+  scratch dir;
+  const auto ports = free_ports(2);
+  const auto hosts = write_hostfile(dir, ports);
+  auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0"}, dir, "r0");
+  // Garbage: not a strata frame at all.
+  int fd = connect_raw(ports[0], 5000ms);
+  REQUIRE(fd >= 0);
+  const std::string junk = "GET / HTTP/1.1\r\nHost: strata\r\n\r\n0123456789";
+  std::vector<std::byte> jb(junk.size());
+  std::memcpy(jb.data(), junk.data(), junk.size());
+  CHECK(send_and_expect_close(fd, jb, 5000ms));
+  ::close(fd);
+  // A valid header announcing 1 GiB.
+  fd = connect_raw(ports[0], 5000ms);
+  REQUIRE(fd >= 0);
+  CHECK(send_and_expect_close(fd, raw_header(strata::wire::protocol_version, 2, std::uint64_t{1} << 30), 5000ms));
+  ::close(fd);
+  // Truncated: half a header, then the client goes away.
+  fd = connect_raw(ports[0], 5000ms);
+  REQUIRE(fd >= 0);
+  auto half = raw_header(strata::wire::protocol_version, 2, 10);
+  half.resize(10);
+  CHECK(::send(fd, half.data(), half.size(), MSG_NOSIGNAL) == 10);
+  ::close(fd);
+  // The node still serves its real peer.
+  auto p1 = spawn({node_binary(), "--hostfile", hosts, "--rank", "1"}, dir, "r1");
+  std::vector<proc*> all{&p0, &p1};
+  REQUIRE(wait_all(all, 15000ms));
+  INFO(p0.out() << p0.err() << p1.err());
+  CHECK(p0.exit_code() == 0);
+  CHECK(p1.exit_code() == 0);
+  CHECK(contains(p0.err(), "closing a connection from 127.0.0.1:"));
+  CHECK(contains(p0.err(), "malformed frame: bad magic"));
+  CHECK(contains(p0.err(), "frame over the size limit: frame of 1073741856 bytes"));
+}
+
+TEST_CASE("tcp processes: a frame over a peer's max_frame ends the run on both sides") {
+  if (!binary_present()) return;
+  scratch dir;
+  std::vector<std::uint16_t> ports;
+  // Rows of ~3 KB: rank 1 accepts and sends frames of at most 2 KB.
+  auto ps = start_nodes(dir, 2, {"--extra-width", "400"}, {{1, {"--max-frame", "2048"}}}, &ports);
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(ps, 15000ms));
+  INFO(describe(ps));
+  CHECK(clk::now() - t0 < 5s);
+  CHECK(ps[0].exit_code() == 1);
+  CHECK(ps[1].exit_code() == 1);
+  CHECK(contains(ps[1].err(), "frame over the size limit"));
+  CHECK(contains(ps[0].err(), "rank 1 (127.0.0.1:" + std::to_string(ports[1]) + ")"));
+}
+
+TEST_CASE("tcp processes: a hello of another protocol version is a protocol mismatch") {
+  if (!binary_present()) return;
+  scratch dir;
+  const auto ports = free_ports(2);
+  const auto hosts = write_hostfile(dir, ports);
+  auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0"}, dir, "r0");
+  const int fd = connect_raw(ports[0], 5000ms);
+  REQUIRE(fd >= 0);
+  CHECK(send_and_expect_close(fd, raw_header(strata::wire::protocol_version + 98, 2, 0), 5000ms));
+  ::close(fd);
+  std::vector<proc*> all{&p0};
+  REQUIRE(wait_all(all, 10000ms));
+  INFO(p0.err());
+  CHECK(p0.exit_code() == 1);
+  CHECK(contains(p0.err(), "peer speaks protocol version 99"));
+  CHECK(contains(p0.err(), "protocol version mismatch"));
+}
+
+TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded time, naming it") {
+  if (!binary_present()) return;
+  scratch dir;
+  std::vector<std::uint16_t> ports;
+  // ~2 s of work, peer_timeout 10 s: detection must come from the closed connection, at once.
+  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "10", "--peer-timeout-ms", "10000"}, {}, &ports);
+  std::this_thread::sleep_for(400ms);
+  REQUIRE(::kill(ps[2].pid, SIGKILL) == 0);
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(ps, 15000ms));
+  const auto took = clk::now() - t0;
+  INFO(describe(ps));
+  CHECK(took < 3s);
+  CHECK(ps[2].exit_code() == 128 + SIGKILL);
+  const std::string lost = "lost rank 2 (127.0.0.1:" + std::to_string(ports[2]) + ")";
+  for (int r = 0; r < 2; ++r) {
+    CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 1);
+    CHECK(contains(ps[static_cast<std::size_t>(r)].err(), lost));
+    CHECK(contains(ps[static_cast<std::size_t>(r)].err(), "peer connection lost"));
+  }
+}
+
+TEST_CASE("tcp processes: a worker that throws stops every process at once") {
+  if (!binary_present()) return;
+  scratch dir;
+  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "5", "--peer-timeout-ms", "10000"},
+                        {{1, {"--throw-at", "5"}}});
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(ps, 15000ms));
+  INFO(describe(ps));
+  CHECK(clk::now() - t0 < 4s);  // not the 10 s barrier timeout
+  for (auto& p : ps) CHECK(p.exit_code() == 1);
+  CHECK(contains(ps[1].err(), "failed on purpose at clock 5"));
+  CHECK(contains(ps[0].err(), "its run failed: worker 2 failed on purpose"));
+  CHECK(contains(ps[2].err(), "failed on purpose"));
+}
+
+TEST_CASE("scripts/launch.sh: N ranks from STRATA_RANK/STRATA_SIZE, [rank] prefixes, failures propagate") {
+  if (!binary_present()) return;
+  scratch dir;
+  const std::string script = std::string(STRATA_SOURCE_DIR) + "/scripts/launch.sh";
+  const auto base = free_port_run(3);
+  auto ok = spawn({"bash", script, "-n", "3", "--base-port", std::to_string(base), "--", node_binary(), "--model",
+                   "essp2", "--clocks", "10"},
+                  dir, "launch");
+  std::vector<proc*> one{&ok};
+  REQUIRE(wait_all(one, 20000ms));
+  INFO(ok.out() << ok.err());
+  CHECK(ok.exit_code() == 0);
+  for (int r = 0; r < 3; ++r) CHECK(contains(ok.out(), "[" + std::to_string(r) + "] RESULT rank=" + std::to_string(r)));
+
+  // One rank fails: launch.sh exits non-zero at once and kills the others (which would sleep 30 s).
+  auto bad = spawn({"bash", script, "-n", "3", "--", "sh", "-c",
+                    "echo hello from $STRATA_RANK of $STRATA_SIZE; if [ $STRATA_RANK = 1 ]; then sleep 0.3; echo oops >&2; exit 3; fi; "
+                    "sleep 30"},
+                   dir, "launch_bad");
+  std::vector<proc*> two{&bad};
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(two, 15000ms));
+  INFO(bad.out() << bad.err());
+  CHECK(clk::now() - t0 < 5s);
+  CHECK(bad.exit_code() != 0);
+  CHECK(contains(bad.out(), "[2] hello from 2 of 3"));
+  CHECK(contains(bad.err(), "[1] oops"));
+}
+
+TEST_CASE("tcp processes: across two network namespaces joined by a veth pair (tc netem delay when available)") {
+  if (!binary_present()) return;
+  if (::geteuid() != 0) {
+    MESSAGE("skipped: the network-namespace test needs root (ip netns, veth, tc)");
+    return;
+  }
+  if (std::system("command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1") != 0) {
+    MESSAGE("skipped: the network-namespace test needs the ip and tc commands (iproute2)");
+    return;
+  }
+  const auto id = std::to_string(::getpid());
+  const std::string na = "strata_a_" + id, nb = "strata_b_" + id, va = "sva" + id, vb = "svb" + id;
+  const std::string net = "10.200." + std::to_string(1 + ::getpid() % 250) + ".";
+  scratch dir;
+  auto sh = [&](const std::string& cmd) {
+    const std::string full = cmd + " >>'" + dir.path("setup.log") + "' 2>&1";
+    return std::system(full.c_str()) == 0;
+  };
+  struct cleanup {
+    std::function<void()> f;
+    ~cleanup() { f(); }
+  } guard{[&] {
+    sh("ip netns del " + na);
+    sh("ip netns del " + nb);
+  }};
+  const bool setup = sh("ip netns add " + na) && sh("ip netns add " + nb) &&
+                     sh("ip link add " + va + " type veth peer name " + vb) && sh("ip link set " + va + " netns " + na) &&
+                     sh("ip link set " + vb + " netns " + nb) && sh("ip -n " + na + " addr add " + net + "1/24 dev " + va) &&
+                     sh("ip -n " + nb + " addr add " + net + "2/24 dev " + vb) && sh("ip -n " + na + " link set " + va + " up") &&
+                     sh("ip -n " + nb + " link set " + vb + " up") && sh("ip -n " + na + " link set lo up") &&
+                     sh("ip -n " + nb + " link set lo up");
+  if (!setup) {
+    MESSAGE("skipped: could not create network namespaces and a veth pair: " << read_file(dir.path("setup.log")));
+    return;
+  }
+  const bool netem = sh("tc -n " + na + " qdisc add dev " + va + " root netem delay 5ms") &&
+                     sh("tc -n " + nb + " qdisc add dev " + vb + " root netem delay 5ms");
+  if (!netem)
+    MESSAGE("tc netem is unavailable here (" << read_file(dir.path("setup.log"))
+                                             << "): the run crosses the namespaces without added delay");
+  const auto hosts = dir.path("hosts");
+  {
+    std::ofstream out(hosts);
+    out << net << "1 7100\n" << net << "2 7100\n";
+  }
+  const std::vector<std::string> common{"--hostfile", hosts, "--model", "bsp", "--clocks", "20", "--connect-timeout-ms",
+                                        "10000"};
+  auto args = [&](const std::string& ns, int rank) {
+    std::vector<std::string> a{"ip", "netns", "exec", ns, node_binary(), "--rank", std::to_string(rank)};
+    a.insert(a.end(), common.begin(), common.end());
+    return a;
+  };
+  auto p0 = spawn(args(na, 0), dir, "r0");
+  auto p1 = spawn(args(nb, 1), dir, "r1");
+  std::vector<proc*> all{&p0, &p1};
+  const auto t0 = clk::now();
+  REQUIRE(wait_all(all, 25000ms));
+  const auto took = std::chrono::duration<double>(clk::now() - t0).count();
+  INFO(p0.out() << p0.err() << p1.out() << p1.err());
+  CHECK(p0.exit_code() == 0);
+  CHECK(p1.exit_code() == 0);
+  CHECK(contains(p0.out(), " ok"));
+  CHECK(contains(p1.out(), " ok"));
+  // 20 BSP clocks each wait for a round trip through both delayed links (>= 10 ms).
+  if (netem) CHECK(took > 0.2);
+  const std::string how = netem ? " with 5 ms netem delay each way" : " without added delay";
+  MESSAGE("two namespaces over a veth pair" << how << ": " << took << " s");
+}

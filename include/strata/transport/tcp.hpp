@@ -39,12 +39,14 @@
 /// delivering and sending while it waits, up to peer_timeout, for a bye from every peer, (3) lets
 /// each writer drain its queue and shut down its sending side, (4) waits, bounded, for the peers'
 /// end of file, then closes. A process leaves only after every peer has said its run is over.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
@@ -52,6 +54,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -191,7 +194,16 @@ class tcp {
     }
     if (dst.node >= peers_.size())
       throw error(errc::bad_input, "tcp: no peer for node " + std::to_string(dst.node) + " (not started?)");
+    peer& p = *peers_[dst.node];
     std::vector<std::byte> f;
+    {
+      std::lock_guard lk(p.qmu);
+      if (!p.spare.empty()) {
+        f = std::move(p.spare.back());
+        p.spare.pop_back();
+      }
+    }
+    f.clear();
     std::error_code ec;
     wire::encode_frame(f, wire::frame_kind::message, src, dst.slot, m, cfg_.max_frame, ec);
     if (ec) {
@@ -200,7 +212,7 @@ class tcp {
       asio::post(io_, [this, ec, what] { fail(ec, what); });  // the peers must not wait for this run
       throw error(ec, "tcp rank " + std::to_string(cfg_.rank) + ": " + what);
     }
-    enqueue(*peers_[dst.node], std::move(f));
+    enqueue(p, std::move(f));
   }
 
   /// Marks this process's run as failed: every peer gets an abort frame with `reason` and stops
@@ -286,6 +298,7 @@ class tcp {
   using clock = std::chrono::steady_clock;
   using socket_t = asio::ip::tcp::socket;
   static constexpr std::size_t handshake_max_frame = std::size_t{1} << 20;
+  static constexpr std::size_t max_spare = 16, max_spare_bytes = std::size_t{4} << 20;
 
   /// One TCP connection.
   struct conn {
@@ -294,6 +307,10 @@ class tcp {
     asio::steady_timer wake;  // the writer sleeps on it; send() cancels it
     std::string remote;       // far end as ip:port
     bool closing = false;     // io thread: drain the queue, then shut down the sending side
+    struct {
+      std::vector<std::byte> buf = std::vector<std::byte>(std::size_t{64} << 10);
+      std::size_t head = 0, tail = 0;  // unread bytes are buf[head, tail)
+    } rx;                               // io thread: received bytes, shared by handshake and reader
   };
 
   /// Everything about one rank.
@@ -301,8 +318,9 @@ class tcp {
     node_id rank = 0;
     std::string host;
     std::uint16_t port = 0;
-    std::mutex qmu;  // guards queue and signaled (send() runs on any thread)
+    std::mutex qmu;  // guards queue, signaled and spare (send() runs on any thread)
     std::vector<std::vector<std::byte>> queue;
+    std::vector<std::vector<std::byte>> spare;  // written frame buffers, reused by send()
     bool signaled = false;
     std::shared_ptr<conn> c;             // io thread
     clock::time_point last_rx{};         // io thread
@@ -416,6 +434,13 @@ class tcp {
       std::error_code ec;
       const std::size_t n = co_await asio::async_write(c->sock, bufs, redirect(ec));
       bytes_.fetch_add(n, std::memory_order_relaxed);
+      {
+        // Keep a few buffers for the next frames: large per-frame allocations cost more than the
+        // copy (page faults, and madvise + TLB shootdowns when malloc trims).
+        std::lock_guard lk(p.qmu);
+        for (auto& f : batch)
+          if (p.spare.size() < max_spare && f.capacity() <= max_spare_bytes) p.spare.push_back(std::move(f));
+      }
       if (ec) {
         set_flag(p, &peer::write_done);
         if (!peer_gone_ok(p))
@@ -427,32 +452,53 @@ class tcp {
 
   // ---- receiving ----------------------------------------------------------------------------
 
-  /// Reads one frame into `hdr`/`body`. Returns false on a socket error (`ec` set) or a frame that
-  /// does not decode (`bad` set, with `why`).
-  asio::awaitable<bool> read_frame(socket_t& s, std::size_t max, wire::frame_header& hdr, std::vector<std::byte>& body,
+  /// Makes at least `n` bytes available in c.rx (compacting or growing the buffer as needed).
+  static asio::awaitable<void> fill(conn& c, std::size_t n, std::error_code& ec) {
+    auto& r = c.rx;
+    if (r.tail - r.head >= n) co_return;
+    if (r.buf.size() - r.head < n) {
+      if (r.head > 0) {
+        std::memmove(r.buf.data(), r.buf.data() + r.head, r.tail - r.head);
+        r.tail -= r.head;
+        r.head = 0;
+      }
+      if (r.buf.size() < n) r.buf.resize(std::max(n, std::min(2 * r.buf.size(), n + (std::size_t{1} << 20))));
+    }
+    while (r.tail - r.head < n) {
+      const std::size_t k =
+          co_await c.sock.async_read_some(asio::buffer(r.buf.data() + r.tail, r.buf.size() - r.tail), redirect(ec));
+      if (ec) co_return;
+      r.tail += k;
+    }
+  }
+
+  /// Reads one frame: its header and a view of its payload, valid until the next read on `c`.
+  /// Buffered: one read_some usually brings many small frames. Returns false on a socket error
+  /// (`ec` set) or a frame that does not decode (`bad` set, with `why`).
+  asio::awaitable<bool> read_frame(conn& c, std::size_t max, wire::frame_header& hdr, std::span<const std::byte>& payload,
                                    std::error_code& ec, std::error_code& bad, std::string& why) {
-    std::array<std::byte, wire::frame_header_size> h{};
     ec.clear();
     bad.clear();
-    co_await asio::async_read(s, asio::buffer(h), redirect(ec));
+    co_await fill(c, wire::frame_header_size, ec);
     if (ec) co_return false;
-    hdr = wire::decode_header(h, max, bad, &why);
+    hdr = wire::decode_header(std::span(c.rx.buf.data() + c.rx.head, wire::frame_header_size), max, bad, &why);
     if (bad) co_return false;
-    body.resize(static_cast<std::size_t>(hdr.length));
-    if (hdr.length > 0) {
-      co_await asio::async_read(s, asio::buffer(body), redirect(ec));
-      if (ec) co_return false;
-    }
+    const std::size_t need = wire::frame_header_size + static_cast<std::size_t>(hdr.length);
+    co_await fill(c, need, ec);
+    if (ec) co_return false;
+    payload = std::span<const std::byte>(c.rx.buf.data() + c.rx.head + wire::frame_header_size,
+                                         static_cast<std::size_t>(hdr.length));
+    c.rx.head += need;
     co_return true;
   }
 
   asio::awaitable<void> reader(std::shared_ptr<conn> c, peer& p) {
     wire::frame_header h;
-    std::vector<std::byte> body;
+    std::span<const std::byte> body;
     std::error_code ec, bad;
     std::string why;
     for (;;) {
-      const bool ok = co_await read_frame(c->sock, cfg_.max_frame, h, body, ec, bad, why);
+      const bool ok = co_await read_frame(*c, cfg_.max_frame, h, body, ec, bad, why);
       if (!ok && !bad) {  // end of file, reset, or our own close
         set_flag(p, &peer::read_done);
         if (!peer_gone_ok(p)) fail(make_error_code(errc::peer_lost), "lost " + who(p.rank) + ": " + describe(ec) +
@@ -598,10 +644,10 @@ class tcp {
     if (ec) co_return hs_result::retry;
 
     wire::frame_header h;
-    std::vector<std::byte> body;
+    std::span<const std::byte> body;
     std::string why;
     const std::size_t hs_max = std::min(cfg_.max_frame, handshake_max_frame);
-    bool ok = co_await read_frame(c->sock, hs_max, h, body, ec, bad, why);
+    bool ok = co_await read_frame(*c, hs_max, h, body, ec, bad, why);
     if (!ok && !bad) {
       if (!expect) log_line("dropping " + from + ": " + describe(ec) + " during the handshake");
       co_return hs_result::retry;
@@ -655,7 +701,7 @@ class tcp {
       co_await asio::async_write(c->sock, asio::buffer(auth_bytes), redirect(ec));
       if (ec) co_return hs_result::retry;
       bytes_.fetch_add(auth_bytes.size(), std::memory_order_relaxed);
-      ok = co_await read_frame(c->sock, hs_max, h, body, ec, bad, why);
+      ok = co_await read_frame(*c, hs_max, h, body, ec, bad, why);
       if (!ok && !bad) co_return hs_result::retry;
       wire::auth back;
       if (!bad && h.kind != wire::frame_kind::auth) {

@@ -123,9 +123,8 @@ class frame_out : public cereal::OutputArchive<frame_out, cereal::AllowEmptyClas
  public:
   explicit frame_out(std::vector<std::byte>& out) : OutputArchive(this), out_(&out) {}
   void saveBinary(const void* p, std::size_t n) {
-    const auto at = out_->size();
-    out_->resize(at + n);
-    if (n) std::memcpy(out_->data() + at, p, n);
+    const auto* b = static_cast<const std::byte*>(p);
+    out_->insert(out_->end(), b, b + n);  // no zero-fill before the copy (resize would)
   }
 
  private:
@@ -145,6 +144,13 @@ class frame_in : public cereal::InputArchive<frame_in, cereal::AllowEmptyClassEl
     pos_ += n;
   }
   std::size_t remaining() const noexcept { return in_.size() - pos_; }
+  /// The next n bytes as a view (for copying a blob without zero-filling it first).
+  std::span<const std::byte> take(std::size_t n) {
+    if (n > in_.size() - pos_) throw cereal::Exception("payload truncated");
+    auto v = in_.subspan(pos_, n);
+    pos_ += n;
+    return v;
+  }
 
  private:
   std::span<const std::byte> in_;
@@ -196,8 +202,8 @@ inline void CEREAL_LOAD_FUNCTION_NAME(detail::frame_in& ar, blob& b) {
   ar(n);
   if (n > ar.remaining())
     throw cereal::Exception("blob of " + std::to_string(n) + " bytes exceeds the payload");
-  b.bytes.resize(static_cast<std::size_t>(n));
-  ar.loadBinary(b.bytes.data(), static_cast<std::size_t>(n));
+  const auto v = ar.take(static_cast<std::size_t>(n));
+  b.bytes.assign(v.begin(), v.end());
 }
 
 }  // namespace strata::wire
@@ -373,6 +379,15 @@ void encode_frame(std::vector<std::byte>& out, frame_kind kind, endpoint src, st
                   std::size_t max_frame, std::error_code& ec) {
   ec.clear();
   const std::size_t start = out.size();
+  if constexpr (std::is_same_v<Body, message>) {  // one allocation for the whole frame
+    const std::size_t blob = std::visit(
+        [](const auto& x) -> std::size_t {
+          if constexpr (requires { x.payload; }) return x.payload.bytes.size();
+          else return 0;
+        },
+        body);
+    out.reserve(start + frame_header_size + 64 + blob);
+  }
   out.resize(start + frame_header_size);
   {
     detail::frame_out ar(out);

@@ -74,6 +74,10 @@ class worker {
     get_awaiter(worker& w, client_table<R>& t, row_id r) : w_(w), t_(t), r_(r) {}
     bool await_ready() {
       w_.stats_.reads++;
+      return prepare();
+    }
+    /// Looks the row up and sends its request if it is not fresh enough; true when it is.
+    bool prepare() {
       need_ = required_clock(w_.clock_, w_.mp_.staleness);
       e_ = &t_.slot(r_);
       return ready();
@@ -118,6 +122,13 @@ class worker {
   template <row_type R>
   get_awaiter<R> get(table_handle<R> h, row_id r) {
     return {*this, table<R>(h), r};
+  }
+
+  /// Sends the request for a row that `get` would wait for, without waiting or counting a read:
+  /// an iteration can ask for all its rows at once, then `get` them one by one.
+  template <row_type R>
+  void prefetch(table_handle<R> h, row_id r) {
+    get_awaiter<R>(*this, table<R>(h), r).prepare();
   }
 
   // ---- inc ---------------------------------------------------------------------------------

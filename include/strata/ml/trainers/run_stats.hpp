@@ -163,12 +163,10 @@ class run_recorder {
 
 /// Sends a request for row r now if the worker's cached copy is not fresh enough, without
 /// waiting: issuing these for every row an iteration needs turns one round trip per row into
-/// about one per iteration. (It counts as a read in worker_stats::reads, but not in the
-/// staleness histogram, which records only completed reads.)
+/// about one per iteration. (See worker::prefetch; it is not counted as a read.)
 template <class R>
 void prefetch(worker& w, table_handle<R> t, row_id r) {
-  auto a = w.get(t, r);
-  (void)a.await_ready();
+  w.prefetch(t, r);
 }
 
 }  // namespace strata::ml

@@ -131,6 +131,7 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   try {
     sys.run([&](strata::worker& w) -> strata::task<> {
       const int self = static_cast<int>(w.id());
+      if (self % static_cast<int>(o.wpn) == 0) std::cout << "STARTED rank=" << rank << std::endl;  // connected
       std::vector<long> v(P);
       auto read = [&](const counts& row) {
         for (std::uint32_t k = 0; k < P; ++k) v[k] = row.get(static_cast<strata::col_id>(k));

@@ -591,14 +591,23 @@ TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded
   scratch dir;
   std::vector<std::uint16_t> ports;
   // ~2 s of work, peer_timeout 10 s: detection must come from the closed connection, at once.
-  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "10", "--peer-timeout-ms", "10000"}, {}, &ports);
-  std::this_thread::sleep_for(400ms);
+  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "10", "--peer-timeout-ms", "20000"}, {}, &ports);
+  // Kill rank 2 once every process has connected and runs its workers (each prints STARTED).
+  const auto until = clk::now() + 10s;
+  auto started = [&] {
+    for (auto& p : ps)
+      if (!contains(p.out(), "STARTED")) return false;
+    return true;
+  };
+  while (!started() && clk::now() < until) std::this_thread::sleep_for(10ms);
+  REQUIRE(started());
+  std::this_thread::sleep_for(100ms);
   REQUIRE(::kill(ps[2].pid, SIGKILL) == 0);
   const auto t0 = clk::now();
   REQUIRE(wait_all(ps, 15000ms));
   const auto took = clk::now() - t0;
   INFO(describe(ps));
-  CHECK(took < 3s);
+  CHECK(took < 5s);  // peer_timeout is 20 s: this is the closed connection, not the timeout
   CHECK(ps[2].exit_code() == 128 + SIGKILL);
   const std::string lost = "lost rank 2 (127.0.0.1:" + std::to_string(ports[2]) + ")";
   for (int r = 0; r < 2; ++r) {
@@ -611,12 +620,12 @@ TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded
 TEST_CASE("tcp processes: a worker that throws stops every process at once") {
   if (!binary_present()) return;
   scratch dir;
-  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "5", "--peer-timeout-ms", "10000"},
+  auto ps = start_nodes(dir, 3, {"--clocks", "200", "--sleep-ms", "5", "--peer-timeout-ms", "20000"},
                         {{1, {"--throw-at", "5"}}});
   const auto t0 = clk::now();
   REQUIRE(wait_all(ps, 15000ms));
   INFO(describe(ps));
-  CHECK(clk::now() - t0 < 4s);  // not the 10 s barrier timeout
+  CHECK(clk::now() - t0 < 6s);  // not the 20 s barrier timeout
   for (auto& p : ps) CHECK(p.exit_code() == 1);
   CHECK(contains(ps[1].err(), "failed on purpose at clock 5"));
   CHECK(contains(ps[0].err(), "its run failed: worker 2 failed on purpose"));
@@ -639,7 +648,7 @@ TEST_CASE("scripts/launch.sh: N ranks from STRATA_RANK/STRATA_SIZE, [rank] prefi
 
   // One rank fails: launch.sh exits non-zero at once and kills the others (which would sleep 30 s).
   auto bad = spawn({"bash", script, "-n", "3", "--", "sh", "-c",
-                    "echo hello from $STRATA_RANK of $STRATA_SIZE; if [ $STRATA_RANK = 1 ]; then sleep 0.3; echo oops >&2; exit 3; fi; "
+                    "echo hello from $STRATA_RANK of $STRATA_SIZE; if [ $STRATA_RANK = 1 ]; then sleep 1; echo oops >&2; exit 3; fi; "
                     "sleep 30"},
                    dir, "launch_bad");
   std::vector<proc*> two{&bad};

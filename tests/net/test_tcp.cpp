@@ -617,6 +617,43 @@ TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded
   }
 }
 
+TEST_CASE("tcp processes: a hung peer (SIGSTOP) is lost after peer_timeout, a missing one after connect_timeout") {
+  if (!binary_present()) return;
+  {
+    scratch dir;
+    std::vector<std::uint16_t> ports;
+    auto ps = start_nodes(dir, 2, {"--clocks", "400", "--sleep-ms", "5", "--peer-timeout-ms", "800"}, {}, &ports);
+    const auto until = clk::now() + 10s;
+    while (!(contains(ps[0].out(), "STARTED") && contains(ps[1].out(), "STARTED")) && clk::now() < until)
+      std::this_thread::sleep_for(10ms);
+    REQUIRE(::kill(ps[1].pid, SIGSTOP) == 0);  // alive, connection open, silent
+    const auto t0 = clk::now();
+    std::vector<proc*> first{&ps[0]};
+    const bool done = wait_all(first, 10000ms);
+    const auto took = clk::now() - t0;
+    ::kill(ps[1].pid, SIGKILL);
+    wait_all(ps, 5000ms);
+    INFO(describe(ps));
+    REQUIRE(done);
+    CHECK(took < 4s);
+    CHECK(ps[0].exit_code() == 1);
+    CHECK(contains(ps[0].err(), "lost rank 1 (127.0.0.1:" + std::to_string(ports[1]) +
+                                    "): nothing received for 800 ms (peer_timeout)"));
+  }
+  {
+    scratch dir;
+    const auto ports = free_ports(2);
+    const auto hosts = write_hostfile(dir, ports);
+    auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0", "--connect-timeout-ms", "500"}, dir, "r0");
+    std::vector<proc*> all{&p0};
+    REQUIRE(wait_all(all, 10000ms));
+    INFO(p0.err());
+    CHECK(p0.exit_code() == 1);
+    CHECK(contains(p0.err(), "no handshake within 500 ms (connect_timeout) with rank 1 (127.0.0.1:" +
+                                 std::to_string(ports[1]) + ")"));
+  }
+}
+
 TEST_CASE("tcp processes: a worker that throws stops every process at once") {
   if (!binary_present()) return;
   scratch dir;

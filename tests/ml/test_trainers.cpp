@@ -114,17 +114,23 @@ TEST_CASE("distributed MF (4 workers, SSP and ESSP) agrees with the sequential r
   CHECK(a.sgd_updates == ref.epochs * train.size());
 }
 
-TEST_CASE("MF: 1-worker BSP and 4-worker BSP / async reach the same quality within 0.05 RMSE") {
+TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within 0.05 RMSE; async learns") {
   const auto [train, test] = synthetic_ratings(11);
   strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});
   const auto a = strata::ml::train_mf(one, train, test, mf_opts());
   strata::system<strata::bsp> four({.nodes = 2, .workers_per_node = 2});
   const auto b = strata::ml::train_mf(four, train, test, mf_opts());
+  strata::system<strata::essp<2>> es({.nodes = 2, .workers_per_node = 2});
+  const auto e = strata::ml::train_mf(es, train, test, mf_opts());
+  // Async bounds nothing, so its final RMSE varies from run to run (0.63-0.77 seen here, against
+  // 0.69 for BSP): only check that it learns.
   strata::system<strata::async> as({.nodes = 1, .workers_per_node = 4});
   const auto c = strata::ml::train_mf(as, train, test, mf_opts());
-  INFO("1-worker " << a.final_rmse << ", 4-worker bsp " << b.final_rmse << ", async " << c.final_rmse);
+  INFO("1-worker " << a.final_rmse << ", 4-worker bsp " << b.final_rmse << ", essp " << e.final_rmse << ", async "
+                   << c.final_rmse << " (from " << c.iterations.front().metric << ")");
   CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.05);
-  CHECK(std::abs(a.final_rmse - c.final_rmse) < 0.05);
+  CHECK(std::abs(a.final_rmse - e.final_rmse) < 0.05);
+  CHECK(c.final_rmse < c.iterations.front().metric);
   CHECK(b.stats.staleness.stats().max() == 0);
 }
 

@@ -13,6 +13,8 @@
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
 
+#include "../support/ps_plan.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -30,6 +32,9 @@
 namespace {
 
 using counts = strata::dense_row<long>;
+using strata_test::check_read;
+using strata_test::plan;
+using strata_test::violations;
 
 struct options {
   std::string model = "bsp";
@@ -43,81 +48,6 @@ struct options {
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
   strata::cluster_options cluster;
 };
-
-/// The plan: rows each worker increments and reads at each clock, and the running sums.
-struct plan {
-  int P, clocks, rows;
-  std::vector<std::vector<std::vector<int>>> incs, reads;
-  std::vector<long> cum_;
-  plan(int p, int c, int r, std::uint64_t seed) : P(p), clocks(c), rows(r), incs(p), reads(p) {
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> row(0, r - 1), n(0, 4);
-    cum_.assign(static_cast<std::size_t>(p * r * (c + 1)), 0);
-    for (int w = 0; w < p; ++w) {
-      incs[w].resize(c);
-      reads[w].resize(c);
-      for (int k = 0; k < c; ++k) {
-        for (int i = n(rng); i > 0; --i) incs[w][k].push_back(row(rng));
-        for (int i = 1 + n(rng) / 2; i > 0; --i) reads[w][k].push_back(row(rng));
-      }
-      for (int rr = 0; rr < r; ++rr)
-        for (int k = 0; k < c; ++k) {
-          long add = 0;
-          for (int x : incs[w][k]) add += x == rr;
-          at(w, rr, k) = at(w, rr, k - 1) + add;
-        }
-    }
-  }
-  long& at(int w, int r, long c) { return cum_[static_cast<std::size_t>((w * rows + r) * (clocks + 1) + c + 1)]; }
-  /// Increments by worker w to row r at clocks <= c.
-  long cum(int w, int r, long c) const {
-    if (c < -1) c = -1;
-    if (c >= clocks) c = clocks - 1;
-    return cum_[static_cast<std::size_t>((w * rows + r) * (clocks + 1) + c + 1)];
-  }
-};
-
-struct violations {
-  std::atomic<long> count{0};
-  std::mutex mu;
-  std::string first;
-  void add(const std::string& what) {
-    if (count++ == 0) {
-      std::lock_guard lk(mu);
-      first = what;
-    }
-  }
-};
-
-/// One read of row r by `self` at clock c; `own_now` = self's increments to r made at clock c so far.
-void check_read(const plan& pl, const strata::model_params& mp, int self, int r, long c, long own_now,
-                const std::vector<long>& v, violations& bad) {
-  const std::string where =
-      "worker " + std::to_string(self) + " clock " + std::to_string(c) + " row " + std::to_string(r) + ": ";
-  if (v[self] != pl.cum(self, r, c - 1) + own_now) bad.add(where + "read-my-writes broken");
-  if (mp.staleness == strata::unbounded) {
-    for (int w = 0; w < pl.P; ++w)
-      if (w != self && (v[w] < 0 || v[w] > pl.cum(w, r, pl.clocks - 1))) bad.add(where + "value out of range");
-    return;
-  }
-  if (!mp.exact) {
-    // Applied on arrival (SSP, ESSP): every other worker's updates through c - s - 1 are in.
-    for (int w = 0; w < pl.P; ++w)
-      if (w != self && (v[w] < pl.cum(w, r, c - mp.staleness - 1) || v[w] > pl.cum(w, r, pl.clocks - 1)))
-        bad.add(where + "read misses updates older than the staleness bound");
-    return;
-  }
-  // Exact snapshots (BSP): every other column is as of one clock t with c - s - 1 <= t <= c - 1.
-  for (long t = c - 1; t >= c - mp.staleness - 1; --t) {
-    bool all = true;
-    for (int w = 0; w < pl.P && all; ++w)
-      if (w != self && v[w] != pl.cum(w, r, t)) all = false;
-    if (all) return;
-  }
-  std::string got;
-  for (auto x : v) got += " " + std::to_string(x);
-  bad.add(where + "no clock within the staleness bound explains the read:" + got);
-}
 
 template <class Model, class Transport>
 int run(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {

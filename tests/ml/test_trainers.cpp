@@ -159,5 +159,7 @@ TEST_CASE("LDA: 4-worker BSP loglik per iteration is the exact loglik, and 1-wor
   // Same data, same K: final quality within 3% of each other.
   INFO("1-worker " << one.final_loglik << ", 4-worker bsp " << four.final_loglik << ", essp " << essp.final_loglik);
   CHECK(std::abs(four.final_loglik - one.final_loglik) < 0.03 * std::abs(one.final_loglik));
-  CHECK(std::abs(essp.final_loglik - one.final_loglik) < 0.03 * std::abs(one.final_loglik));
+  // ESSP's result depends on timing: over 17 runs its final LL spread from 3.05% below to 1.5% above
+  // the 1-worker value on this tiny corpus, so its tolerance is 5%.
+  CHECK(std::abs(essp.final_loglik - one.final_loglik) < 0.05 * std::abs(one.final_loglik));
 }

@@ -5,6 +5,7 @@
 // Σ_k n_dk = n_d, Σ_w n_wk = n_k do not hold at the end.
 //
 //   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20
+//   scripts/launch.sh -n 2 -- strata_lda --transport tcp --workers 2 --consistency essp   (2 processes)
 #include <CLI/CLI.hpp>
 
 #include <strata/ml/io/bag_of_words.hpp>
@@ -14,6 +15,7 @@
 #include "common/dispatch.hpp"
 #include "common/metrics.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -46,9 +48,9 @@ int main(int argc, char** argv) {
   so.value_bound = 20000;
   app.add_option("--value-bound", so.value_bound, "V of VAP (total un-propagated count changes)")->capture_default_str();
   app.add_option("--workers", so.workers, "worker threads (per node)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--nodes", so.nodes, "server shards (in-process nodes)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--transport", so.transport, "inproc|delayed (tcp: not yet)")
-      ->check(CLI::IsMember({"inproc", "delayed"}))
+  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
+      ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
       ->capture_default_str();
   app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->capture_default_str();
   app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)");
@@ -65,49 +67,63 @@ int main(int argc, char** argv) {
   app.add_flag("--no-prefetch", [&](std::int64_t) { lo.prefetch = false; }, "request rows one at a time");
   app.add_flag("--quiet", quiet, "no progress display");
   app.add_flag("--bench-baseline", bench, "also time plain single-threaded Gibbs loops and print the per-thread ratio");
+  ex::add_cluster_flags(app, so.cluster_flags);  // last: names the trainer took become --node-*
   CLI11_PARSE(app, argc, argv);
   lo.seed = so.seed;
-  if (so.delay_us > 0 || so.straggler >= 0) so.transport = "delayed";
 
   try {
+    so.resolve();  // tcp: rank and world size from the flags or the launcher; nodes = processes
+    const bool lead = so.rank() == 0;  // writes the metrics and the summary
     const auto bow = strata::ml::io::read_bag_of_words(std::filesystem::path(data));
     const auto corpus = strata::ml::lda_corpus::from(bow, max_docs);
 
     ex::json_object cfg;
     cfg.str("trainer", "lda").str("consistency", so.consistency).num("staleness", so.staleness)
         .num("value_bound", so.value_bound).num("workers", so.workers * so.nodes).num("nodes", so.nodes)
-        .str("transport", so.transport).num("delay_us", so.delay_us).num("straggler", so.straggler)
+        .str("transport", so.transport_label()).num("delay_us", so.delay_us).num("straggler", so.straggler)
         .num("straggler_factor", so.straggler_factor).num("seed", static_cast<double>(so.seed))
         .num("iterations", lo.iterations).num("topics", lo.topics).num("alpha", lo.alpha).num("beta", lo.beta)
         .num("docs", static_cast<double>(corpus.words.size())).num("vocab", corpus.vocab_size)
         .num("tokens", static_cast<double>(corpus.tokens())).str("data", data);
-    ex::metrics_writer mw(metrics_path, cfg, "loglik");
-    ex::progress_line prog(quiet);
+    ex::metrics_writer mw(lead ? metrics_path : std::string(), cfg, "loglik");
+    ex::progress_line prog(quiet || !lead);
+    // Over several processes the live line shows this process's workers only (the metrics file
+    // and the summary are merged over every worker).
     const std::string label = so.model_label();
+    const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
 
     auto res = ex::dispatch(so, [&]<class C, class T>(std::type_identity<C>, std::type_identity<T>, typename T::config tc) {
       strata::system<C, T> sys(so.system_config(), std::move(tc));
       return strata::ml::train_lda(sys, corpus, lo, [&](const strata::ml::iteration_stats& it) {
-        mw.write(it);
-        char buf[256];
-        std::snprintf(buf, sizeof buf, "lda %-12s iter %3u/%u  %7.2fs  loglik %.6e  staleness mean %.2f max %lld  wait %.2fs",
+        char buf[320];
+        std::snprintf(buf, sizeof buf, "lda %-12s iter %3u/%u  %7.2fs  loglik %.6e  staleness mean %.2f max %lld  wait %.2fs%s",
                       label.c_str(), it.iteration, lo.iterations, it.elapsed_s, it.metric, it.staleness_mean(),
-                      static_cast<long long>(it.staleness_max()), it.wait_s);
+                      static_cast<long long>(it.staleness_max()), it.wait_s, view);
         prog.show(buf);
       });
     });
     prog.done();
+    for (const auto& it : res.iterations) mw.write(it);
     const std::uint32_t P = so.workers * so.nodes;
     const double first = res.iterations.empty() ? 0.0 : res.iterations.front().metric;
     const double per_thread = static_cast<double>(res.tokens_sampled) / std::max(res.sampling_s, 1e-9) / P;
-    std::printf("lda summary: model=%s workers=%u iterations=%u docs=%zu tokens=%llu seconds=%.2f loglik_first=%.6e "
-                "loglik=%.6e staleness_mean=%.3f staleness_max=%lld wait_s=%.2f bytes_sent=%llu "
-                "tokens_per_s_per_thread=%.0f invariants=%s\n",
-                label.c_str(), P, lo.iterations, corpus.words.size(), static_cast<unsigned long long>(corpus.tokens()),
-                res.seconds, first, res.final_loglik, res.stats.staleness.stats().mean(),
-                static_cast<long long>(res.stats.staleness.stats().max()), res.stats.wait_s,
-                static_cast<unsigned long long>(res.bytes_sent), per_thread, res.invariants_ok ? "ok" : "VIOLATED");
-    if (bench) {
+    std::int64_t smax = 0;
+    double wait = 0;
+    for (const auto& it : res.iterations) smax = std::max(smax, it.staleness_max()), wait += it.wait_s;
+    if (lead) {
+      std::printf("lda summary: model=%s workers=%u iterations=%u docs=%zu tokens=%llu seconds=%.2f loglik_first=%.6e "
+                  "loglik=%.6e staleness_mean=%.3f staleness_max=%lld wait_s=%.2f bytes_sent=%llu "
+                  "tokens_per_s_per_thread=%.0f invariants=%s\n",
+                  label.c_str(), P, lo.iterations, corpus.words.size(), static_cast<unsigned long long>(corpus.tokens()),
+                  res.seconds, first, res.final_loglik, strata::ml::mean_staleness(res.iterations),
+                  static_cast<long long>(smax), wait, static_cast<unsigned long long>(res.bytes_sent), per_thread,
+                  res.invariants_ok ? "ok" : "VIOLATED");
+    } else {
+      std::printf("lda rank %u done: workers %u..%u, seconds=%.2f loglik=%.6e invariants=%s\n", so.rank(),
+                  so.rank() * so.workers, (so.rank() + 1) * so.workers - 1, res.seconds, res.final_loglik,
+                  res.invariants_ok ? "ok" : "VIOLATED");
+    }
+    if (bench && lead) {
       const std::uint32_t sweeps = std::max<std::uint32_t>(2, lo.iterations / 4);
       const double sparse = strata::ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, strata::ml::lda_sampler::sparse);
       const double plain = strata::ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, strata::ml::lda_sampler::plain);

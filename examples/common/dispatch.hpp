@@ -4,7 +4,18 @@
 /// `f(std::type_identity<Consistency>{}, std::type_identity<Transport>{}, transport_config)`.
 /// SSP and ESSP use strata::dynamic_bound and VAP a negative V, so the bounds come from
 /// system_config (--staleness, --value-bound) and are not compiled in.
+///
+/// Transports: inproc (threads of one process; --nodes in-process shards), delayed<inproc>
+/// (--delay / --straggler), tcp (one process per node, started by scripts/launch.sh, mpirun or
+/// srun; the cluster flags of strata::add_cluster_options), and delayed<tcp> (tcp with --delay /
+/// --straggler: the latency is added on top of the network's). Register the cluster flags with
+/// add_cluster_flags(app, opts.cluster_flags); with tcp, call resolve() after
+/// parsing: it reads the rank and world size (flags, hostfile or the launcher's environment) and
+/// sets nodes = world size; --workers stays the worker threads per process.
+#include <CLI/CLI.hpp>
+#include <strata/runtime/cluster.hpp>
 #include <strata/strata.hpp>
+#include <strata/transport/tcp.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -20,13 +31,31 @@ struct system_options {
   int staleness = 2;                 ///< s of SSP / ESSP
   double value_bound = 1000;         ///< V of VAP (total un-propagated update mass)
   std::uint32_t workers = 4;         ///< worker threads per node
-  std::uint32_t nodes = 1;           ///< server shards (in-process nodes)
-  std::string transport = "inproc";  ///< inproc | delayed
+  std::uint32_t nodes = 1;           ///< server shards (in-process nodes; with tcp: the processes)
+  std::string transport = "inproc";  ///< inproc | delayed | tcp
   double delay_us = 0;               ///< --delay: latency per message, µs (selects delayed)
   double jitter_us = -1;             ///< jitter per message, µs (default: delay / 2)
   int straggler = -1;                ///< worker id whose messages are slowed (-1: none)
   double straggler_factor = 4;       ///< delay multiplier for the straggler's messages
   std::uint64_t seed = 1;
+  strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
+  strata::cluster cluster;                ///< resolved by resolve() (tcp)
+
+  bool delays() const noexcept { return delay_us > 0 || straggler >= 0; }
+  bool is_tcp() const noexcept { return transport == "tcp"; }
+  /// This process's rank (0 unless tcp).
+  strata::node_id rank() const noexcept { return is_tcp() ? cluster.rank : 0; }
+  /// After parsing: inproc with --delay/--straggler becomes delayed; tcp resolves the cluster and
+  /// takes nodes from the world size. Throws strata::error when the cluster cannot be resolved.
+  void resolve() {
+    if (transport == "inproc" && delays()) transport = "delayed";
+    if (is_tcp()) {
+      cluster = strata::make_cluster(cluster_flags);
+      nodes = cluster.size;
+    }
+  }
+  /// "inproc", "delayed", "tcp" or "delayed-tcp" (for the metrics' configuration line).
+  std::string transport_label() const { return is_tcp() && delays() ? "delayed-tcp" : transport; }
 
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound};
@@ -38,6 +67,26 @@ struct system_options {
     return consistency;
   }
 };
+
+/// Registers strata::add_cluster_options' flags on `app`; a flag whose name the trainer already
+/// uses (strata_mf's --rank is the factor rank) is registered as --node-<name> instead
+/// (--node-rank). Under scripts/launch.sh, mpirun or srun the rank comes from the environment.
+namespace detail {
+/// The App-like adapter add_cluster_flags hands to strata::add_cluster_options.
+struct renaming_app {
+  CLI::App& app;
+  template <class T, class F>
+  CLI::Option* add_option_function(std::string name, F&& f, const std::string& desc) {
+    if (app.get_option_no_throw(name)) name = "--node-" + name.substr(2);
+    return app.add_option_function<T>(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
+  }
+};
+}  // namespace detail
+
+inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {
+  detail::renaming_app r{app};
+  strata::add_cluster_options(r, o);
+}
 
 /// Calls f with the chosen consistency type. Throws std::invalid_argument for an unknown name.
 template <class F>
@@ -53,26 +102,37 @@ decltype(auto) with_consistency(const std::string& name, F&& f) {
 /// Calls f(type_identity<C>, type_identity<T>, T::config) for the chosen model and transport.
 template <class F>
 decltype(auto) dispatch(const system_options& o, F&& f) {
+  auto delays = [&o] {
+    strata::delay_config d;
+    const double jitter = o.jitter_us >= 0 ? o.jitter_us : o.delay_us / 2;
+    d.latency = std::chrono::microseconds(static_cast<std::int64_t>(o.delay_us));
+    d.jitter = std::chrono::microseconds(static_cast<std::int64_t>(jitter));
+    if (o.straggler >= 0) {
+      const strata::worker_map wm{o.nodes, o.workers};
+      if (static_cast<std::uint32_t>(o.straggler) >= wm.workers())
+        throw std::invalid_argument("--straggler " + std::to_string(o.straggler) + " is not a worker id (0.." +
+                                    std::to_string(wm.workers() - 1) + ")");
+      d.stragglers.push_back(wm.of(static_cast<strata::worker_id>(o.straggler)));
+      d.straggler_factor = o.straggler_factor;
+    }
+    d.seed = o.seed + o.rank();  // each process draws its own delays
+    return d;
+  };
   return with_consistency(o.consistency, [&]<class C>(std::type_identity<C> c) -> decltype(auto) {
-    if (o.transport == "inproc" && o.delay_us <= 0 && o.straggler < 0)
+    if (o.transport == "inproc" && !o.delays())
       return f(c, std::type_identity<strata::inproc>{}, strata::inproc::config{});
     if (o.transport == "inproc" || o.transport == "delayed") {
       using T = strata::delayed<strata::inproc>;
-      T::config tc;
-      const double jitter = o.jitter_us >= 0 ? o.jitter_us : o.delay_us / 2;
-      tc.delay.latency = std::chrono::microseconds(static_cast<std::int64_t>(o.delay_us));
-      tc.delay.jitter = std::chrono::microseconds(static_cast<std::int64_t>(jitter));
-      if (o.straggler >= 0) {
-        const strata::worker_map wm{o.nodes, o.workers};
-        tc.delay.stragglers.push_back(wm.of(static_cast<strata::worker_id>(o.straggler)));
-        tc.delay.straggler_factor = o.straggler_factor;
-      }
-      tc.delay.seed = o.seed;
-      return f(c, std::type_identity<T>{}, std::move(tc));
+      return f(c, std::type_identity<T>{}, T::config{{}, delays()});
     }
-    // TODO(tcp): add "tcp" once strata::tcp and runtime/cluster.hpp's launcher have landed; the
-    // trainers would then also need each process to load only its own share of the data.
-    throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed)");
+    if (o.is_tcp()) {
+      if (o.nodes != o.cluster.size || o.cluster.tcp_config.peers.size() != o.nodes)
+        throw std::invalid_argument("transport tcp: call system_options::resolve() after parsing the flags");
+      if (!o.delays()) return f(c, std::type_identity<strata::tcp>{}, strata::tcp::config(o.cluster.tcp_config));
+      using T = strata::delayed<strata::tcp>;
+      return f(c, std::type_identity<T>{}, T::config{o.cluster.tcp_config, delays()});
+    }
+    throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp)");
   });
 }
 

@@ -16,9 +16,13 @@
 /// start of clock i+1 (and after the last clock): each worker adds the doc parts of its
 /// documents, the word parts of the words w with w mod P = its id (from its view of those rows),
 /// and worker 0 the topic part. Under BSP this is the exact LL; under the other models it is the
-/// LL of each worker's (possibly stale) view. The final LL (`lda_run::final_loglik`) is exact,
-/// from the server tables after the run; `check_invariants` verifies Σ_k n_dk = n_d,
-/// Σ_w n_wk = n_k = Σ_d n_dk and no negative count.
+/// LL of each worker's (possibly stale) view. The final LL (`lda_run::final_loglik`) is exact and
+/// the invariants Σ_k n_dk = n_d, Σ_w n_wk = n_k = Σ_d n_dk, Σ_k n_k = tokens, no negative count,
+/// are checked at the end of the worker program: after the last sweep every worker waits until
+/// every update is in (run_reducer::settle), re-reads the totals and its share of the word rows
+/// (w mod P = its id), and the partial sums (LL parts, Σ_w n_wk and Σ_d n_dk per topic, negative
+/// counts, local violations) are added up through a small PS table, so the check is the same
+/// whether the workers share one process or live in several (tcp).
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda.hpp>
@@ -30,8 +34,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <ranges>
@@ -102,14 +108,14 @@ struct lda_corpus {
 /// The outcome of a run.
 struct lda_run {
   std::vector<iteration_stats> iterations;  ///< [0] = after the random initialisation, [i] = after sweep i
-  double final_loglik = 0;                  ///< exact LL of the final server state
+  double final_loglik = 0;                  ///< exact LL of the final state
   double seconds = 0;                       ///< wall time of system::run
   double sampling_s = 0;                    ///< elapsed time of the last iteration (evaluation excluded)
   std::uint64_t tokens_sampled = 0;         ///< token draws (all workers, all sweeps)
   bool invariants_ok = false;               ///< count invariants held at the end
   std::string invariant_error;              ///< the first violation, if any
-  worker_stats stats;                       ///< all workers' statistics merged
-  std::uint64_t bytes_sent = 0;
+  worker_stats stats;                       ///< this process's workers' statistics merged (all workers inproc)
+  std::uint64_t bytes_sent = 0;             ///< transport bytes until the last iteration, all processes
 };
 
 /// Trains LDA on `corpus` with the system `sys` (tables are added here; run once).
@@ -126,6 +132,10 @@ lda_run train_lda(system<C, T>& sys, const lda_corpus& corpus, const lda_trainer
       if (w >= V) throw strata::error(errc::bad_input, "train_lda: word id beyond the vocabulary");
   const auto WT = sys.template add_table<sparse_row<std::int32_t>>(K);
   const auto NT = sys.template add_table<dense_row<std::int32_t>>(K);
+  // Final sums: LL parts, negative n_wk, local violations, tokens, draws, Σ_w n_wk[K], Σ_d n_dk[K].
+  enum : std::size_t { f_ll, f_neg, f_err, f_tokens, f_draws, f_words };
+  const std::size_t f_docs = f_words + K;
+  run_reducer red(sys, o.iterations, f_docs + K);
 
   // Partition documents greedily by token count.
   std::vector<std::vector<std::uint32_t>> docs_of(P);
@@ -177,11 +187,17 @@ lda_run train_lda(system<C, T>& sys, const lda_corpus& corpus, const lda_trainer
     ll0 += lda_topic_loglik(nk0, lp);
   }
 
-  run_recorder rec(P, o.iterations, [&sys] { return sys.transport().bytes_sent(); }, std::move(on_iteration));
-  std::atomic<std::uint64_t> draws{0};
+  run_recorder rec(red.local_workers(), o.iterations, [&sys] { return sys.transport().bytes_sent(); },
+                   std::move(on_iteration), red.first_local());
+  std::vector<std::int32_t> final_nk;  // the topic totals after the run, as read by this process's collector
+  // This process's workers' first violation (each reports one).
+  std::mutex err_mu;
+  std::string local_error;
 
   auto program = [&](worker& w) -> task<> {
+    rec.start_once();
     const worker_id p = w.id();
+    std::uint64_t draws = 0;
     const auto& mydocs = docs_of[p];
     auto& st = state[p];
     std::vector<std::uint32_t> mywords, evalwords;
@@ -302,6 +318,7 @@ lda_run train_lda(system<C, T>& sys, const lda_corpus& corpus, const lda_trainer
     }
     co_await read_totals();
     co_await evaluate(o.iterations);
+    co_await red.settle(w);  // from here on, every read sees the final counts
 
     // Local invariants: n_dk ≥ 0, Σ_k n_dk = n_d, and n_dk recounted from z.
     std::size_t zi = 0;
@@ -321,56 +338,87 @@ lda_run train_lda(system<C, T>& sys, const lda_corpus& corpus, const lda_trainer
       if (st.error.empty() && sum != nd)
         st.error = "doc " + std::to_string(d) + ": sum_k n_dk = " + std::to_string(sum) + " != n_d = " + std::to_string(nd);
     }
+
+    // This worker's share of the final sums: its documents, and the word rows w mod P = p, read now.
+    std::vector<double> fin(f_docs + K, 0.0);
+    std::uint64_t my_tokens = 0;
+    for (std::size_t i = 0; i < mydocs.size(); ++i) {
+      const std::span<const std::int32_t> nd(st.ndk.data() + i * K, K);
+      for (std::uint32_t k = 0; k < K; ++k) fin[f_docs + k] += nd[k];
+      fin[f_ll] += lda_doc_loglik(nd, lp);
+      for (auto x : corpus.counts[mydocs[i]]) my_tokens += x;
+    }
+    if (o.prefetch)
+      for (auto x : evalwords) prefetch(w, WT, x);
+    std::string word_error;
+    for (auto x : evalwords) {
+      const auto& row = co_await w.get(WT, x);
+      for (const auto& [k, n] : row.entries()) {
+        fin[f_words + k] += n;
+        if (n < 0) {
+          fin[f_neg] += 1;
+          if (word_error.empty())
+            word_error = "word " + std::to_string(x) + " topic " + std::to_string(k) + ": n_wk = " + std::to_string(n);
+        }
+      }
+      fin[f_ll] += lda_word_loglik(row.entries() | std::views::transform([](const auto& e) { return e.second; }), lp);
+    }
+    fin[f_err] = st.error.empty() ? 0.0 : 1.0;
+    fin[f_tokens] = static_cast<double>(my_tokens);
+    fin[f_draws] = static_cast<double>(draws);
+    if (!st.error.empty() || !word_error.empty()) {
+      std::lock_guard lk(err_mu);
+      if (local_error.empty()) local_error = !st.error.empty() ? st.error : word_error;
+    }
+    co_await red.publish(w, rec, fin);
+    co_await red.settle(w);
+    if (red.collects(w)) {
+      co_await red.collect(w, {});
+      co_await read_totals();  // n_k (unchanged since the first settle)
+      final_nk = nk;
+    }
   };
 
   lda_run out;
   rec.start();
   sys.run(program);
   out.seconds = rec.since_start();
-  out.iterations = rec.iterations();
-  out.tokens_sampled = draws.load();
+  out.iterations = red.iterations();
   out.stats = sys.total_stats();
-  out.bytes_sent = sys.transport().bytes_sent();
-  if (!out.iterations.empty()) out.sampling_s = out.iterations.back().elapsed_s - out.iterations.front().elapsed_s;
+  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  if (out.iterations.size() > 1) out.sampling_s = out.iterations.back().elapsed_s - out.iterations.front().elapsed_s;
+  const auto& f = red.final_values();
+  if (f.size() < f_docs + K || final_nk.size() != K)
+    throw strata::error(errc::bad_input, "train_lda: the final sums were not collected");
+  out.tokens_sampled = static_cast<std::uint64_t>(f[f_draws] + 0.5);
 
-  // Global invariants and the exact final LL from the server tables.
+  // Global invariants from the summed parts, and the exact final LL.
   std::string err;
-  for (const auto& s : state)
-    if (err.empty() && !s.error.empty()) err = s.error;
-  const auto totals = sys.row(NT, 0);
-  std::vector<std::int64_t> from_words(K, 0), from_docs(K, 0);
-  double ll = 0;
-  for (std::uint32_t x = 0; x < V; ++x) {
-    const auto row = sys.row(WT, x);
-    for (const auto& [k, n] : row.entries()) {
-      from_words[k] += n;
-      if (n < 0 && err.empty()) err = "word " + std::to_string(x) + " topic " + std::to_string(k) + ": n_wk = " + std::to_string(n);
-    }
-    ll += lda_word_loglik(row.entries() | std::views::transform([](const auto& e) { return e.second; }), lp);
+  const auto neg = static_cast<std::int64_t>(f[f_neg] + 0.5), bad = static_cast<std::int64_t>(f[f_err] + 0.5);
+  if (bad > 0 || neg > 0) {
+    err = local_error.empty() ? std::string("(in another process)") : local_error;
+    if (bad > 0) err += "; " + std::to_string(bad) + " worker(s) found a document count violation";
+    if (neg > 0) err += "; " + std::to_string(neg) + " negative word-topic count(s)";
   }
   std::uint64_t tokens = 0;
-  for (std::uint32_t p = 0; p < P; ++p)
-    for (std::size_t i = 0; i < docs_of[p].size(); ++i) {
-      const std::span<const std::int32_t> nd(state[p].ndk.data() + i * K, K);
-      for (std::uint32_t k = 0; k < K; ++k) from_docs[k] += nd[k];
-      ll += lda_doc_loglik(nd, lp);
-    }
   for (const auto& c : corpus.counts)
     for (auto x : c) tokens += x;
-  std::vector<std::int32_t> nk(K, 0);
   std::int64_t total = 0;
   for (std::uint32_t k = 0; k < K; ++k) {
-    nk[k] = totals.empty() ? 0 : totals[k];
-    total += nk[k];
-    if (err.empty() && from_words[k] != nk[k])
-      err = "topic " + std::to_string(k) + ": sum_w n_wk = " + std::to_string(from_words[k]) + " != n_k = " + std::to_string(nk[k]);
-    if (err.empty() && from_docs[k] != nk[k])
-      err = "topic " + std::to_string(k) + ": sum_d n_dk = " + std::to_string(from_docs[k]) + " != n_k = " + std::to_string(nk[k]);
+    const auto from_words = static_cast<std::int64_t>(std::llround(f[f_words + k]));
+    const auto from_docs = static_cast<std::int64_t>(std::llround(f[f_docs + k]));
+    total += final_nk[k];
+    if (err.empty() && from_words != final_nk[k])
+      err = "topic " + std::to_string(k) + ": sum_w n_wk = " + std::to_string(from_words) + " != n_k = " + std::to_string(final_nk[k]);
+    if (err.empty() && from_docs != final_nk[k])
+      err = "topic " + std::to_string(k) + ": sum_d n_dk = " + std::to_string(from_docs) + " != n_k = " + std::to_string(final_nk[k]);
   }
   if (err.empty() && total != static_cast<std::int64_t>(tokens))
     err = "sum_k n_k = " + std::to_string(total) + " != tokens = " + std::to_string(tokens);
-  ll += lda_topic_loglik(nk, lp);
-  out.final_loglik = ll;
+  if (err.empty() && std::llround(f[f_tokens]) != static_cast<long long>(tokens))
+    err = "sum_d n_d = " + std::to_string(std::llround(f[f_tokens])) + " != tokens = " + std::to_string(tokens) +
+          " (documents lost or counted twice)";
+  out.final_loglik = f[f_ll] + lda_topic_loglik(final_nk, lp);
   out.invariants_ok = err.empty();
   out.invariant_error = err;
   return out;

@@ -18,8 +18,11 @@
 /// Per iteration each worker reports its partial training loss (residuals summed during the
 /// pass, plus λ‖·‖² of the rows it owns) and its partial test squared error (its users' test
 /// ratings against its local copies); the test RMSE of iteration i is exact for BSP and a
-/// stale-view estimate otherwise. The final RMSE (`mf_run::final_rmse`) is exact: computed from
-/// the server tables after the run.
+/// stale-view estimate otherwise. The final RMSE (`mf_run::final_rmse`) is exact: after the last
+/// iteration every worker waits until every update is in (run_reducer::settle), re-reads the rows
+/// its test ratings need, and the partial squared errors are summed through a small PS table, so
+/// it is the same whether the workers share one process or live in several (tcp). The
+/// per-iteration statistics are merged over all workers the same way (run_reducer).
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
@@ -58,11 +61,11 @@ struct mf_trainer_options {
 /// The outcome of a run.
 struct mf_run {
   std::vector<iteration_stats> iterations;  ///< [0] = initial state, [i] = after iteration i
-  double final_rmse = 0;                    ///< exact test RMSE of the final server tables
-  double seconds = 0;                       ///< wall time of system::run
+  double final_rmse = 0;                    ///< exact test RMSE of the final tables
+  double seconds = 0;                       ///< wall time of system::run (in this process)
   std::uint64_t sgd_updates = 0;            ///< SGD steps done (all workers)
-  worker_stats stats;                       ///< all workers' statistics merged
-  std::uint64_t bytes_sent = 0;             ///< transport bytes of the whole run
+  worker_stats stats;                       ///< this process's workers' statistics merged (all workers inproc)
+  std::uint64_t bytes_sent = 0;             ///< transport bytes until the last iteration, all processes
 };
 
 namespace detail {
@@ -94,6 +97,7 @@ mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating
   const auto Wt = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
   const auto Ht = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
   const float mu = static_cast<float>(train.mean());
+  run_reducer red(sys, o.iterations, 3);  // final sums: test squared error, test ratings, SGD updates
 
   std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
   for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
@@ -117,12 +121,15 @@ mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating
   for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
   for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
 
-  run_recorder rec(P, o.iterations, [&sys] { return sys.transport().bytes_sent(); }, std::move(on_iteration));
-  rec.set_metric([](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; });
-  std::atomic<std::uint64_t> updates{0};
+  run_recorder rec(red.local_workers(), o.iterations, [&sys] { return sys.transport().bytes_sent(); },
+                   std::move(on_iteration), red.first_local());
+  const auto rmse = [](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; };
+  rec.set_metric(rmse);
 
   auto program = [&](worker& w) -> task<> {
+    rec.start_once();
     const worker_id p = w.id();
+    std::uint64_t my_updates = 0;
     const auto& mine = part[p];
     const auto& my_test = test_part[p];
     // Blocks this worker reads: its user blocks, and the item blocks of its train and test ratings.
@@ -244,7 +251,7 @@ mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating
         v[R] += eta * (e - li * v[R]);
         sq += static_cast<double>(e) * e;
       }
-      updates += hi - lo;
+      my_updates += hi - lo;
       // Evaluation (excluded from the timing).
       {
         const auto t0 = std::chrono::steady_clock::now();
@@ -277,45 +284,36 @@ mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating
       rec.end_iteration(w, it);
       co_await w.clock();
     }
+
+    // Final RMSE: once every update is in, re-read the rows of this worker's test ratings.
+    co_await red.settle(w);
+    if (o.prefetch) {
+      for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+      for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
+    }
+    for (std::uint32_t b : ublocks) {
+      const auto& row = co_await w.get(Wt, b);
+      const auto s = row.span();
+      for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
+    }
+    for (std::uint32_t b : iblocks) co_await load_h(b);
+    const double fin[3] = {test_sq(), static_cast<double>(my_test.size()), static_cast<double>(my_updates)};
+    co_await red.publish(w, rec, fin);
+    co_await red.settle(w);
+    if (red.collects(w)) co_await red.collect(w, rmse);
   };
 
   mf_run out;
   rec.start();
   sys.run(program);
   out.seconds = rec.since_start();
-  out.iterations = rec.iterations();
-  out.sgd_updates = updates.load();
+  out.iterations = red.iterations();
   out.stats = sys.total_stats();
-  out.bytes_sent = sys.transport().bytes_sent();
-
-  // Exact final RMSE from the server tables.
-  std::vector<float> Wf(std::size_t{ub} * B * W1), Hf(std::size_t{ib} * B * W1);
-  for (std::uint32_t b = 0; b < ub; ++b) {
-    const auto row = sys.row(Wt, b);
-    for (std::uint32_t j = 0; j < B; ++j)
-      for (std::uint32_t c = 0; c < W1; ++c) {
-        const std::size_t k = std::size_t{j} * W1 + c;
-        Wf[b * std::size_t{B} * W1 + k] = detail::mf_init(o.seed, 0, std::uint64_t{b} * B + j, c, R, o.init_scale) +
-                                          (row.empty() ? 0.0f : row[static_cast<col_id>(k)]);
-      }
-  }
-  for (std::uint32_t b = 0; b < ib; ++b) {
-    const auto row = sys.row(Ht, b);
-    for (std::uint32_t j = 0; j < B; ++j)
-      for (std::uint32_t c = 0; c < W1; ++c) {
-        const std::size_t k = std::size_t{j} * W1 + c;
-        Hf[b * std::size_t{B} * W1 + k] = detail::mf_init(o.seed, 1, std::uint64_t{b} * B + j, c, R, o.init_scale) +
-                                          (row.empty() ? 0.0f : row[static_cast<col_id>(k)]);
-      }
-  }
-  double s = 0;
-  for (const auto& r : test.ratings) {
-    const float* u = Wf.data() + std::size_t{r.user} * W1;
-    const float* v = Hf.data() + std::size_t{r.item} * W1;
-    const double e = r.value - (mu + u[R] + v[R] + mf_dot(u, v, R));
-    s += e * e;
-  }
-  out.final_rmse = test.empty() ? 0.0 : std::sqrt(s / static_cast<double>(test.size()));
+  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  const auto& f = red.final_values();
+  if (f.size() < 3) throw strata::error(errc::bad_input, "train_mf: the final sums were not collected");
+  out.final_rmse = rmse(f[0], f[1]);
+  out.sgd_updates = static_cast<std::uint64_t>(f[2] + 0.5);
   return out;
 }
 

@@ -1,11 +1,17 @@
 #pragma once
 /// \file Per-iteration statistics of a data-parallel trainer run, gathered from every worker
-/// without any extra parameter-server traffic: each worker writes its own slot per iteration
+/// without any parameter-server traffic during the run: each worker writes its own slot per iteration
 /// (time, partial objective and metric, staleness histogram of its reads, blocking time), and the
 /// worker that completes an iteration's last slot merges the slots and calls the progress
-/// callback. Everything here is in-process (the trainers run all workers in one process).
+/// callback. The recorder sees only the workers of its own process; `run_reducer` then brings
+/// every worker's slots (and a trainer's final partial sums) together through the parameter server
+/// itself, so the merged statistics are the same whether the workers share one process or not.
+#include <strata/consistency/model.hpp>
 #include <strata/core/ids.hpp>
+#include <strata/runtime/task.hpp>
 #include <strata/runtime/worker.hpp>
+#include <strata/table/dense_row.hpp>
+#include <strata/table/table.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <thread>
 #include <vector>
 
 namespace strata::ml {
@@ -56,16 +64,25 @@ inline double mean_staleness(const std::vector<iteration_stats>& its) {
   return n ? s / static_cast<double>(n) : 0.0;
 }
 
-/// Collects per-worker, per-iteration slots. An iteration is complete when every worker has
+/// Collects per-worker, per-iteration slots of this process's workers (`workers` of them, global
+/// ids first .. first + workers - 1). An iteration is complete when every one of them has
 /// delivered both its timing part (`end_iteration`) and its value part (`add_values`); then
-/// `on_iteration` is called once, on the thread of the worker that completed it.
+/// `on_iteration` is called once, on the thread of the worker that completed it, with the merge
+/// of this process's workers (all workers when the run is in one process).
 class run_recorder {
  public:
   using clock = std::chrono::steady_clock;
 
+  /// One worker's part of one iteration.
+  struct part {
+    double elapsed_s = 0, objective = 0, metric_a = 0, metric_b = 0, wait_s = 0;
+    std::uint64_t bytes_sent = 0;
+    std::map<std::int64_t, std::uint64_t> staleness;
+  };
+
   run_recorder(std::uint32_t workers, std::uint32_t iterations, std::function<std::uint64_t()> bytes_sent,
-               std::function<void(const iteration_stats&)> on_iteration)
-      : P_(workers), N_(iterations), bytes_(std::move(bytes_sent)), on_iteration_(std::move(on_iteration)),
+               std::function<void(const iteration_stats&)> on_iteration, worker_id first = 0)
+      : P_(workers), first_(first), N_(iterations), bytes_(std::move(bytes_sent)), on_iteration_(std::move(on_iteration)),
         slots_(std::size_t{workers} * (iterations + 1)), pending_(iterations + 1), last_hist_(workers),
         last_wait_(workers, 0.0), eval_s_(workers, 0.0) {
     for (auto& p : pending_) p.store(static_cast<int>(2 * workers));
@@ -73,6 +90,11 @@ class run_recorder {
 
   /// Marks the start of the run (call before system::run).
   void start() { t0_ = clock::now(); }
+  /// Marks the start again, once, from the first worker program that calls it (so the time a
+  /// transport spends connecting to its peers is not counted); the others wait for that call.
+  void start_once() {
+    std::call_once(started_, [this] { t0_ = clock::now(); });
+  }
   /// Seconds since start().
   double since_start() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
 
@@ -81,17 +103,17 @@ class run_recorder {
   void end_iteration(const worker& w, std::uint32_t it) {
     const worker_id p = w.id();
     slot& s = at(p, it);
-    s.elapsed_s = since_start() - eval_s_[p];
+    s.elapsed_s = since_start() - eval_s_[p - first_];
     s.bytes_sent = bytes_ ? bytes_() : 0;
     const auto& bins = w.stats().staleness.bins();
-    auto& last = last_hist_[p];
+    auto& last = last_hist_[p - first_];
     for (auto [v, c] : bins) {
       const std::uint64_t before = last.count(v) ? last[v] : 0;
       if (c > before) s.staleness[v] = c - before;
     }
     last = bins;
-    s.wait_s = w.stats().wait_s - last_wait_[p];
-    last_wait_[p] = w.stats().wait_s;
+    s.wait_s = w.stats().wait_s - last_wait_[p - first_];
+    last_wait_[p - first_] = w.stats().wait_s;
     arrive(it);
   }
   /// Worker `w`'s partial objective and metric terms for iteration `it` (summed over workers).
@@ -103,12 +125,16 @@ class run_recorder {
     arrive(it);
   }
   /// Charges `seconds` of evaluation to worker w: excluded from the elapsed times it records next.
-  void charge_eval(worker_id w, double seconds) { eval_s_[w] += seconds; }
+  void charge_eval(worker_id w, double seconds) { eval_s_[w - first_] += seconds; }
 
   /// How the merged metric is made from the summed parts (default: a + b).
   void set_metric(std::function<double(double, double)> f) { metric_ = std::move(f); }
 
-  /// Every iteration merged (after the run; incomplete iterations are left out).
+  /// Worker w's (a local worker's) part of iteration `it`; read it on w's thread or after the run.
+  const part& part_of(worker_id w, std::uint32_t it) const { return at(w, it); }
+  std::uint32_t iterations_planned() const noexcept { return N_; }
+
+  /// Every iteration merged over this process's workers (after the run; incomplete iterations are left out).
   std::vector<iteration_stats> iterations() const {
     std::vector<iteration_stats> out;
     for (std::uint32_t it = 0; it <= N_; ++it)
@@ -117,13 +143,9 @@ class run_recorder {
   }
 
  private:
-  struct slot {
-    double elapsed_s = 0, objective = 0, metric_a = 0, metric_b = 0, wait_s = 0;
-    std::uint64_t bytes_sent = 0;
-    std::map<std::int64_t, std::uint64_t> staleness;
-  };
-  slot& at(worker_id w, std::uint32_t it) { return slots_[std::size_t{it} * P_ + w]; }
-  const slot& at(worker_id w, std::uint32_t it) const { return slots_[std::size_t{it} * P_ + w]; }
+  using slot = part;
+  slot& at(worker_id w, std::uint32_t it) { return slots_[std::size_t{it} * P_ + (w - first_)]; }
+  const slot& at(worker_id w, std::uint32_t it) const { return slots_[std::size_t{it} * P_ + (w - first_)]; }
   void arrive(std::uint32_t it) {
     if (pending_[it].fetch_sub(1) == 1 && on_iteration_) {
       const auto st = merge(it);
@@ -135,7 +157,7 @@ class run_recorder {
     iteration_stats r;
     r.iteration = it;
     double a = 0, b = 0;
-    for (worker_id w = 0; w < P_; ++w) {
+    for (worker_id w = first_; w < first_ + P_; ++w) {
       const slot& s = at(w, it);
       r.elapsed_s = std::max(r.elapsed_s, s.elapsed_s);
       r.objective += s.objective;
@@ -149,7 +171,9 @@ class run_recorder {
     return r;
   }
 
-  std::uint32_t P_, N_;
+  std::uint32_t P_;
+  worker_id first_;
+  std::uint32_t N_;
   std::function<std::uint64_t()> bytes_;
   std::function<void(const iteration_stats&)> on_iteration_;
   std::function<double(double, double)> metric_;
@@ -158,7 +182,187 @@ class run_recorder {
   std::vector<std::map<std::int64_t, std::uint64_t>> last_hist_;  // per worker, touched by it only
   std::vector<double> last_wait_, eval_s_;                         // per worker, touched by it only
   std::mutex mu_;
+  std::once_flag started_;
   clock::time_point t0_ = clock::now();
+};
+
+/// Brings a run's results together through the parameter server itself, from inside the worker
+/// program, so that a trainer gives the same figures whether its workers share one process
+/// (inproc) or live in several (tcp): `system::row` can read only rows of a local shard, and a
+/// run_recorder sees only its own process's workers.
+///
+/// Two tables are added (after the trainer's own, in the same order in every process):
+/// * a sync table, one row per node held by that node, counting the workers that reached each
+///   `settle` (unbounded models only);
+/// * a data table: row i (0..iterations) gets every worker's part of iteration i (sums, the
+///   per-worker elapsed time and process byte count, and a staleness histogram), and row
+///   iterations+1 the trainer's final partial sums (`publish`).
+///
+/// The tail of a worker program:
+///
+///     co_await red.settle(w);                 // every worker's updates are in every read from here on
+///     ... read the final rows, compute this worker's final partial sums ...
+///     co_await red.publish(w, rec, partials); // its per-iteration parts and its partials
+///     co_await red.settle(w);
+///     if (red.collects(w)) co_await red.collect(w, metric);  // one worker per process
+///
+/// `settle` guarantees that, after it returns, this worker's reads reflect every update that any
+/// worker made before its own `settle` (the same call, counted per worker):
+/// * bounded models (BSP, SSP, ESSP with staleness s): s + 1 clocks. After them a read needs
+///   rows reflecting clock (c + s + 1) - s - 1 = c, where c is the clock of the updates made
+///   before settle, and a server answers (or ESSP pushes) such a row only when every worker's
+///   flush of clock c is applied.
+/// * unbounded models (VAP, async): there is no clock bound, so a counter. The worker increments
+///   the sync row of every node and clocks: the clock's flush to shard n carries its pending
+///   updates to n's rows and its increment of n's sync row in one message, applied at once, and
+///   earlier flushes to n were applied before (per-pair FIFO). So when n's sync row counts every
+///   worker, every update to n's rows made before settle is applied. The worker then re-reads
+///   each node's sync row (yielding, so pushed rows are taken in) until it counts all workers.
+///   Under VAP/async every row a worker has read is subscribed and pushed to it on every change,
+///   and the push of shard n that carries the final count comes after (or with) the pushes of
+///   every row the counted flushes changed, on the same FIFO pair; a row not cached yet is
+///   requested and answered with the server's current value. So every read after settle sees
+///   the final values. (Note: acknowledgement alone is not enough to reason about, since a
+///   worker's updates to different shards travel on different connections; the per-shard
+///   counter is what makes "everybody's updates to shard n are in" observable.)
+class run_reducer {
+ public:
+  template <class System>
+  run_reducer(System& sys, std::uint32_t iterations, std::size_t final_width)
+      : nodes_(sys.config().nodes), wpn_(sys.config().workers_per_node), P_(nodes_ * wpn_), N_(iterations),
+        H_(iterations + 4), final_width_(final_width), width_(std::max<std::size_t>(first_hist() + H_, final_width)),
+        gen_(P_, 0) {
+    sync_ = sys.template add_table<dense_row<double>>(1);
+    data_ = sys.template add_table<dense_row<double>>(width_);
+    for (node_id n = 0; n < nodes_; ++n)
+      for (row_id r = 0;; ++r)
+        if (owner_of(sync_.id, r, nodes_) == n) {
+          node_row_.push_back(r);
+          break;
+        }
+    bool any = false;
+    all_local_ = true;
+    for (node_id n = 0; n < nodes_; ++n) {
+      const bool local = sys.transport().is_local(n);
+      if (local && !any) first_local_ = n * wpn_, any = true;
+      if (local) local_count_ += wpn_;
+      all_local_ = all_local_ && local;
+    }
+  }
+
+  /// The first global worker id of this process and how many workers it hosts (local nodes are
+  /// contiguous: all of them in one process, one per process over tcp).
+  worker_id first_local() const noexcept { return first_local_; }
+  std::uint32_t local_workers() const noexcept { return local_count_; }
+  /// True when every node is in this process.
+  bool single_process() const noexcept { return all_local_; }
+
+  /// See the class comment. Every worker of the run must call it the same number of times.
+  task<> settle(worker& w) {
+    const int s = w.model().staleness;
+    if (s != unbounded) {
+      for (int i = 0; i <= s; ++i) co_await w.clock();
+      co_return;
+    }
+    const double want = static_cast<double>(++gen_[w.id()]) * P_;
+    for (node_id n = 0; n < nodes_; ++n) co_await w.inc(sync_, node_row_[n], 0, 1.0);
+    co_await w.clock();
+    for (node_id n = 0; n < nodes_; ++n) prefetch_row(w, node_row_[n]);
+    for (node_id n = 0; n < nodes_; ++n)
+      for (;;) {
+        const auto& row = co_await w.get(sync_, node_row_[n]);
+        if (row[0] >= want - 0.5) break;
+        co_await w.yield();
+        std::this_thread::sleep_for(std::chrono::microseconds(50));  // a short wait, not a busy loop
+      }
+  }
+
+  /// Adds worker w's per-iteration parts (from the recorder of its process) and its final partial
+  /// sums (`final_values`, at most final_width of them) to the data table.
+  task<> publish(worker& w, const run_recorder& rec, std::span<const double> final_values) {
+    const worker_id p = w.id();
+    for (std::uint32_t it = 0; it <= N_; ++it) {
+      const auto& s = rec.part_of(p, it);
+      dense_row<double> d(width_);
+      d.inc(0, s.objective);
+      d.inc(1, s.metric_a);
+      d.inc(2, s.metric_b);
+      d.inc(3, s.wait_s);
+      d.inc(static_cast<col_id>(4 + p), s.elapsed_s);
+      d.inc(static_cast<col_id>(4 + P_ + p), static_cast<double>(s.bytes_sent));
+      for (auto [v, c] : s.staleness) d.inc(static_cast<col_id>(first_hist() + bin(v)), static_cast<double>(c));
+      co_await w.inc_row(data_, it, std::move(d));
+    }
+    dense_row<double> f(width_);
+    for (std::size_t i = 0; i < final_values.size() && i < final_width_; ++i) f.inc(static_cast<col_id>(i), final_values[i]);
+    co_await w.inc_row(data_, N_ + 1, std::move(f));
+  }
+
+  /// True for the one worker per process that should `collect`.
+  bool collects(const worker& w) const noexcept { return w.id() == first_local_; }
+
+  /// Reads the data table (after a settle that follows every worker's publish) into
+  /// `iterations()` and `final_values()`; `metric(a, b)` makes the named metric from the summed
+  /// metric parts.
+  task<> collect(worker& w, const std::function<double(double, double)>& metric) {
+    for (row_id r = 0; r <= N_ + 1; ++r) prefetch_data(w, r);
+    iterations_.clear();
+    for (std::uint32_t it = 0; it <= N_; ++it) {
+      const auto& row = co_await w.get(data_, it);
+      iteration_stats st;
+      st.iteration = it;
+      st.objective = row[0];
+      st.metric = metric ? metric(row[1], row[2]) : row[1] + row[2];
+      st.wait_s = row[3];
+      double bytes = 0;
+      for (node_id n = 0; n < nodes_; ++n) {
+        double node_bytes = 0;
+        for (std::uint32_t i = 0; i < wpn_; ++i) {
+          const worker_id q = n * wpn_ + i;
+          st.elapsed_s = std::max(st.elapsed_s, row[static_cast<col_id>(4 + q)]);
+          node_bytes = std::max(node_bytes, row[static_cast<col_id>(4 + P_ + q)]);
+        }
+        // One transport per process: in one process every worker reports the same counter.
+        bytes = all_local_ ? std::max(bytes, node_bytes) : bytes + node_bytes;
+      }
+      st.bytes_sent = static_cast<std::uint64_t>(bytes);
+      for (std::uint32_t b = 0; b < H_; ++b) {
+        const double c = row[static_cast<col_id>(first_hist() + b)];
+        if (c > 0.5) st.staleness[static_cast<std::int64_t>(b) - 1] += static_cast<std::uint64_t>(c + 0.5);
+      }
+      iterations_.push_back(std::move(st));
+    }
+    const auto& f = co_await w.get(data_, N_ + 1);
+    final_.assign(final_width_, 0.0);
+    for (std::size_t i = 0; i < final_width_; ++i) final_[i] = f[static_cast<col_id>(i)];
+    collected_ = true;
+  }
+
+  /// After the run: every worker's statistics per iteration (0..iterations), and the final sums.
+  const std::vector<iteration_stats>& iterations() const noexcept { return iterations_; }
+  const std::vector<double>& final_values() const noexcept { return final_; }
+  bool collected() const noexcept { return collected_; }
+
+ private:
+  std::size_t first_hist() const noexcept { return 4 + 2 * std::size_t{P_}; }
+  /// Histogram bin of staleness v: bins hold -1, 0, 1, ..., H-2; larger values go to the last bin.
+  std::uint32_t bin(std::int64_t v) const noexcept {
+    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v + 1, 0, static_cast<std::int64_t>(H_) - 1));
+  }
+  void prefetch_row(worker& w, row_id r) { w.prefetch(sync_, r); }
+  void prefetch_data(worker& w, row_id r) { w.prefetch(data_, r); }
+
+  std::uint32_t nodes_, wpn_, P_, N_, H_;
+  std::size_t final_width_, width_;
+  table_handle<dense_row<double>> sync_{}, data_{};
+  std::vector<row_id> node_row_;
+  std::vector<std::uint32_t> gen_;  // per worker: settles done (each slot touched by its worker only)
+  worker_id first_local_ = 0;
+  std::uint32_t local_count_ = 0;
+  bool all_local_ = true;
+  std::vector<iteration_stats> iterations_;
+  std::vector<double> final_;
+  bool collected_ = false;
 };
 
 /// Sends a request for row r now if the worker's cached copy is not fresh enough, without

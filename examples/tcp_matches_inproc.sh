@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs a deterministic BSP trainer twice, in one process (--nodes N, inproc) and as N processes
+# over TCP (scripts/launch.sh), and checks that the final figure agrees within a tolerance.
+#
+#   examples/tcp_matches_inproc.sh LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
+#
+# FIELD is the summary field to compare (test_rmse for strata_mf, loglik for strata_lda).
+set -euo pipefail
+[ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
+launch=$1 port=$2 n=$3 field=$4 tol=$5
+shift 6
+pick() { grep -o " $field=[^ ]*" | head -n1 | cut -d= -f2; }
+a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet | pick)
+b=$(bash "$launch" -n "$n" --base-port "$port" -- "$@" --transport tcp --workers 1 --consistency bsp --quiet | grep '^\[0\] ' | pick)
+echo "inproc ($n nodes x 1 worker): $field=$a; tcp ($n processes x 1 worker): $field=$b; tolerance $tol"
+awk -v a="$a" -v b="$b" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; if (a == "" || b == "" || d > t) { print "MISMATCH"; exit 1 } print "MATCH" }'

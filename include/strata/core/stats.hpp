@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <vector>
 
 namespace strata {
 
@@ -18,6 +19,14 @@ class running_stats {
     m2_ += d * (x - mean_);
     min_ = std::min(min_, x);
     max_ = std::max(max_, x);
+  }
+  /// Adds `times` copies of x.
+  void add(double x, std::uint64_t times) noexcept {
+    if (times == 0) return;
+    running_stats same;
+    same.n_ = times;
+    same.mean_ = same.min_ = same.max_ = x;
+    merge(same);
   }
   /// Merges another stream's statistics into this one (Chan et al.).
   void merge(const running_stats& o) noexcept {
@@ -46,25 +55,51 @@ class running_stats {
 };
 
 /// Counts of integer values (e.g. observed staleness, which may be negative), with their stats.
+/// Adding is a counter increment (every read records one, so it must be cheap): values in
+/// [dense_lo, dense_lo + dense_n) go to an array, others to a map; statistics are computed from
+/// the counts when asked.
 class int_histogram {
  public:
+  static constexpr std::int64_t dense_lo = -16;
+  static constexpr std::size_t dense_n = 256;
+
   void add(std::int64_t v, std::uint64_t times = 1) {
-    bins_[v] += times;
-    for (std::uint64_t i = 0; i < times; ++i) stats_.add(static_cast<double>(v));
+    const auto i = static_cast<std::uint64_t>(v - dense_lo);
+    if (i < dense_n) {
+      if (dense_.empty()) dense_.assign(dense_n, 0);
+      dense_[i] += times;
+    } else {
+      sparse_[v] += times;
+    }
+    n_ += times;
   }
   void merge(const int_histogram& o) {
-    for (auto [v, c] : o.bins_) bins_[v] += c;
-    stats_.merge(o.stats_);
+    for (auto [v, c] : o.bins()) add(v, c);
   }
   /// Value -> count, in increasing value order.
-  const std::map<std::int64_t, std::uint64_t>& bins() const noexcept { return bins_; }
-  const running_stats& stats() const noexcept { return stats_; }
-  std::uint64_t count() const noexcept { return stats_.count(); }
-  void clear() { bins_.clear(); stats_ = {}; }
+  std::map<std::int64_t, std::uint64_t> bins() const {
+    std::map<std::int64_t, std::uint64_t> out(sparse_);
+    for (std::size_t i = 0; i < dense_.size(); ++i)
+      if (dense_[i]) out[static_cast<std::int64_t>(i) + dense_lo] = dense_[i];
+    return out;
+  }
+  /// Count, mean, variance, min and max of the values added.
+  running_stats stats() const {
+    running_stats all;
+    for (auto [v, c] : bins()) all.add(static_cast<double>(v), c);
+    return all;
+  }
+  std::uint64_t count() const noexcept { return n_; }
+  void clear() {
+    dense_.clear();
+    sparse_.clear();
+    n_ = 0;
+  }
 
  private:
-  std::map<std::int64_t, std::uint64_t> bins_;
-  running_stats stats_;
+  std::vector<std::uint64_t> dense_;
+  std::map<std::int64_t, std::uint64_t> sparse_;
+  std::uint64_t n_ = 0;
 };
 
 }  // namespace strata

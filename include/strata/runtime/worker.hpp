@@ -51,6 +51,7 @@ class worker {
       : id_(id), wm_(wm), mp_(mp), send_(std::move(send)), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
         inflight_mass_(wm.nodes) {
     bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
+    value_bounded_ = std::isfinite(bound_);
   }
   worker(const worker&) = delete;
   worker& operator=(const worker&) = delete;
@@ -139,6 +140,11 @@ class worker {
    public:
     inc_awaiter(worker& w, double mass, Apply a) : w_(w), mass_(mass), apply_(std::move(a)) {}
     bool await_ready() {
+      if (!w_.value_bounded_) {  // the common case: nothing to account for
+        apply_();
+        applied_ = true;
+        return true;
+      }
       if (w_.fits(mass_)) {
         apply();
         return true;
@@ -172,14 +178,14 @@ class worker {
   template <row_type R>
   auto inc(table_handle<R> h, row_id r, col_id c, typename R::value_type v) {
     auto& t = table<R>(h);
-    const double m = std::isfinite(bound_) ? std::abs(static_cast<double>(v)) : 0.0;
+    const double m = value_bounded_ ? std::abs(static_cast<double>(v)) : 0.0;
     return make_inc(m, [&t, r, c, v] { t.inc(r, c, v); });
   }
   /// Adds a whole delta row (dense, or the non-zeros of a sparse row) to row `r`.
   template <row_type R>
   auto inc_row(table_handle<R> h, row_id r, R delta) {
     auto& t = table<R>(h);
-    const double m = std::isfinite(bound_) ? delta.magnitude() : 0.0;
+    const double m = value_bounded_ ? delta.magnitude() : 0.0;
     return make_inc(m, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
   }
 
@@ -351,6 +357,7 @@ class worker {
   send_fn send_;
   clock_type clock_ = 0;
   double bound_;
+  bool value_bounded_ = false;
   std::vector<std::unique_ptr<client_table_base>> tables_;
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects

@@ -37,6 +37,8 @@ class client_table final : public client_table_base {
     clock_type reflects = no_clock; ///< every update through this clock is in `data`
     bool valid = false;             ///< holds server data
     bool requested = false;         ///< a request is on its way
+    R* pending = nullptr;           ///< this row's oplog entry, valid while pending_epoch is current
+    std::uint64_t pending_epoch = 0;
   };
 
   client_table(table_id id, std::size_t width, std::uint32_t nodes)
@@ -50,13 +52,17 @@ class client_table final : public client_table_base {
 
   /// Adds `v` at (r, c) to the oplog and to the cached row.
   void inc(row_id r, col_id c, typename R::value_type v) {
-    pending(r).inc(c, v);
-    if (auto* e = find(r); e && e->valid) e->data.inc(c, v);
+    auto it = cache_.find(r);
+    if (it == cache_.end()) return pending(r).inc(c, v);
+    pending_of(it->second, r).inc(c, v);
+    if (it->second.valid) it->second.data.inc(c, v);
   }
   /// Adds a whole delta row to the oplog and to the cached row.
   void inc_row(row_id r, const R& d) {
-    pending(r).add(d);
-    if (auto* e = find(r); e && e->valid) e->data.add(d);
+    auto it = cache_.find(r);
+    if (it == cache_.end()) return pending(r).add(d);
+    pending_of(it->second, r).add(d);
+    if (it->second.valid) it->second.data.add(d);
   }
 
   std::uint32_t flush_to(node_id shard, std::uint64_t seq, byte_writer& out) override {
@@ -71,6 +77,7 @@ class client_table final : public client_table_base {
     }
     inflight_[shard].emplace_back(seq, std::move(log));
     log = {};
+    ++epoch_;  // cached oplog pointers now point into in-flight maps
     return n;
   }
   void ack(node_id shard, std::uint64_t acked) override {
@@ -99,10 +106,19 @@ class client_table final : public client_table_base {
     if (fresh) it->second = R(width_);
     return it->second;
   }
+  /// The oplog entry of a cached row, remembered in the entry until the next flush (saves a lookup).
+  R& pending_of(entry& e, row_id r) {
+    if (e.pending_epoch != epoch_) {
+      e.pending = &pending(r);
+      e.pending_epoch = epoch_;
+    }
+    return *e.pending;
+  }
   using log_map = std::unordered_map<row_id, R>;
   table_id id_;
   std::size_t width_;
   std::uint32_t nodes_;
+  std::uint64_t epoch_ = 1;
   std::unordered_map<row_id, entry> cache_;
   std::vector<log_map> oplog_;                                          // per shard
   std::vector<std::deque<std::pair<std::uint64_t, log_map>>> inflight_;  // per shard, by seq

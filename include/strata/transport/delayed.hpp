@@ -7,6 +7,7 @@
 #include <mutex>
 #include <queue>
 #include <random>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -71,6 +72,12 @@ class delayed {
     cv_.notify_one();
     if (thread_.joinable()) thread_.join();
     inner_.stop();
+  }
+  /// Forwards a failed run to a transport that can tell its peers (tcp), without delay.
+  void abort(const std::string& why)
+    requires requires(T& t) { t.abort(why); }
+  {
+    inner_.abort(why);
   }
   bool is_local(node_id n) const noexcept { return inner_.is_local(n); }
   std::uint64_t bytes_sent() const noexcept { return inner_.bytes_sent(); }

@@ -41,22 +41,8 @@ int main(int argc, char** argv) {
   bool quiet = false, bench = false;
 
   CLI::App app{"strata_lda: collapsed Gibbs LDA on the strata parameter server"};
-  app.add_option("--consistency", so.consistency, "bsp|ssp|essp|vap|async")
-      ->check(CLI::IsMember({"bsp", "ssp", "essp", "vap", "async"}))
-      ->capture_default_str();
-  app.add_option("--staleness", so.staleness, "s of SSP/ESSP")->capture_default_str();
   so.value_bound = 20000;
-  app.add_option("--value-bound", so.value_bound, "V of VAP (total un-propagated count changes)")->capture_default_str();
-  app.add_option("--workers", so.workers, "worker threads (per node)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
-      ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
-      ->capture_default_str();
-  app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->capture_default_str();
-  app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)");
-  app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
-  app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
-  app.add_option("--seed", so.seed, "random seed")->capture_default_str();
+  ex::add_system_flags(app, so, "V of VAP (total un-propagated count changes)");
   app.add_option("--iterations", lo.iterations, "Gibbs sweeps")->capture_default_str();
   app.add_option("--data", data, "UCI bag-of-words file (docword.*.txt)")->capture_default_str();
   app.add_option("--max-docs", max_docs, "use only the first N documents (0: all)")->capture_default_str();

@@ -38,21 +38,7 @@ int main(int argc, char** argv) {
   bool quiet = false, bench = false;
 
   CLI::App app{"strata_mf: SGD matrix factorisation on the strata parameter server"};
-  app.add_option("--consistency", so.consistency, "bsp|ssp|essp|vap|async")
-      ->check(CLI::IsMember({"bsp", "ssp", "essp", "vap", "async"}))
-      ->capture_default_str();
-  app.add_option("--staleness", so.staleness, "s of SSP/ESSP")->capture_default_str();
-  app.add_option("--value-bound", so.value_bound, "V of VAP (total un-propagated update mass)")->capture_default_str();
-  app.add_option("--workers", so.workers, "worker threads (per node)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
-      ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
-      ->capture_default_str();
-  app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->capture_default_str();
-  app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)");
-  app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
-  app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
-  app.add_option("--seed", so.seed, "random seed")->capture_default_str();
+  ex::add_system_flags(app, so, "V of VAP (total un-propagated update mass)");
   app.add_option("--iterations", mo.iterations, "iterations (clocks = epochs)")->capture_default_str();
   app.add_option("--data", data, "folder with ratings.train.txt and ratings.test.txt")->capture_default_str();
   app.add_option("--metrics", metrics_path, "write JSON Lines metrics to FILE");

@@ -83,6 +83,26 @@ struct renaming_app {
 };
 }  // namespace detail
 
+/// The flags every trainer shares: consistency model and its bounds, shape, transport, injected
+/// delays and seed (the cluster flags come separately, last: add_cluster_flags).
+inline void add_system_flags(CLI::App& app, system_options& so, const std::string& value_bound_help) {
+  app.add_option("--consistency", so.consistency, "bsp|ssp|essp|vap|async")
+      ->check(CLI::IsMember({"bsp", "ssp", "essp", "vap", "async"}))
+      ->capture_default_str();
+  app.add_option("--staleness", so.staleness, "s of SSP/ESSP")->capture_default_str();
+  app.add_option("--value-bound", so.value_bound, value_bound_help)->capture_default_str();
+  app.add_option("--workers", so.workers, "worker threads (per node)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
+      ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
+      ->capture_default_str();
+  app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->capture_default_str();
+  app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)");
+  app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
+  app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
+  app.add_option("--seed", so.seed, "random seed")->capture_default_str();
+}
+
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {
   detail::renaming_app r{app};
   strata::add_cluster_options(r, o);

@@ -49,7 +49,7 @@ class worker {
  public:
   worker(worker_id id, worker_map wm, model_params mp, send_fn send)
       : id_(id), wm_(wm), mp_(mp), send_(std::move(send)), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
-        inflight_mass_(wm.nodes) {
+        inflight_mass_(wm.nodes), oplog_mass_(wm.nodes, 0.0) {
     bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
     value_bounded_ = std::isfinite(bound_);
   }
@@ -63,7 +63,7 @@ class worker {
   const worker_stats& stats() const noexcept { return stats_; }
   const model_params& model() const noexcept { return mp_; }
   /// Sum of |delta| of this worker's increments not yet applied at their server shards.
-  double unacked_mass() const noexcept { return oplog_mass_ + inflight_total_; }
+  double unacked_mass() const noexcept { return oplog_total_ + inflight_total_; }
   /// The per-worker share of the value bound (infinity when unbounded).
   double mass_bound() const noexcept { return bound_; }
 
@@ -138,7 +138,8 @@ class worker {
   template <class Apply>
   class [[nodiscard]] inc_awaiter {
    public:
-    inc_awaiter(worker& w, double mass, Apply a) : w_(w), mass_(mass), apply_(std::move(a)) {}
+    inc_awaiter(worker& w, double mass, node_id shard, Apply a)
+        : w_(w), mass_(mass), shard_(shard), apply_(std::move(a)) {}
     bool await_ready() {
       if (!w_.value_bounded_) {  // the common case: nothing to account for
         apply_();
@@ -163,13 +164,15 @@ class worker {
     void apply() {
       applied_ = true;
       apply_();
-      w_.oplog_mass_ += mass_;
+      w_.oplog_mass_[shard_] += mass_;  // acknowledged with that shard's next flush
+      w_.oplog_total_ += mass_;
       w_.stats_.max_unacked_mass = std::max(w_.stats_.max_unacked_mass, w_.unacked_mass());
       // An increment larger than the whole bound cannot wait its way under it: send it alone.
       if (w_.unacked_mass() > w_.bound_) w_.flush(false);
     }
     worker& w_;
     double mass_;
+    node_id shard_;
     Apply apply_;
     bool applied_ = false;
   };
@@ -179,14 +182,14 @@ class worker {
   auto inc(table_handle<R> h, row_id r, col_id c, typename R::value_type v) {
     auto& t = table<R>(h);
     const double m = value_bounded_ ? std::abs(static_cast<double>(v)) : 0.0;
-    return make_inc(m, [&t, r, c, v] { t.inc(r, c, v); });
+    return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, c, v] { t.inc(r, c, v); });
   }
   /// Adds a whole delta row (dense, or the non-zeros of a sparse row) to row `r`.
   template <row_type R>
   auto inc_row(table_handle<R> h, row_id r, R delta) {
     auto& t = table<R>(h);
     const double m = value_bounded_ ? delta.magnitude() : 0.0;
-    return make_inc(m, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
+    return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
   }
 
   // ---- clock -------------------------------------------------------------------------------
@@ -275,8 +278,8 @@ class worker {
 
  private:
   template <class F>
-  inc_awaiter<F> make_inc(double mass, F f) {
-    return inc_awaiter<F>(*this, mass, std::move(f));
+  inc_awaiter<F> make_inc(double mass, node_id shard, F f) {
+    return inc_awaiter<F>(*this, mass, shard, std::move(f));
   }
   bool fits(double mass) const noexcept {
     return unacked_mass() == 0 || unacked_mass() + mass <= bound_;
@@ -306,17 +309,13 @@ class worker {
       for (auto& t : tables_) f.count += t->flush_to(s, seq, w);
       if (f.count == 0 && !advance_clock && !done) continue;
       f.seq = seq_[s] = seq;
-      inflight_mass_[s].emplace_back(seq, 0.0);
+      // The mass of the increments to this shard is un-propagated until this flush is acknowledged.
+      inflight_mass_[s].emplace_back(seq, oplog_mass_[s]);
+      inflight_total_ += oplog_mass_[s];
+      oplog_total_ -= oplog_mass_[s];
+      oplog_mass_[s] = 0;
       ++stats_.flushes;
       send_(endpoint{s, 0}, std::move(f));
-    }
-    // The oplog's mass is now in flight; charge it to the first shard's newest flush, since only
-    // the total matters and all of it is acknowledged when every shard has acknowledged.
-    if (oplog_mass_ > 0) {
-      for (auto& q : inflight_mass_)
-        if (!q.empty()) { q.back().second += oplog_mass_; break; }
-      inflight_total_ += oplog_mass_;
-      oplog_mass_ = 0;
     }
   }
 
@@ -362,7 +361,8 @@ class worker {
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
   std::vector<std::deque<std::pair<std::uint64_t, double>>> inflight_mass_;  // per shard: (seq, mass)
-  double inflight_total_ = 0, oplog_mass_ = 0;
+  std::vector<double> oplog_mass_;  // per shard: mass of increments not yet flushed
+  double inflight_total_ = 0, oplog_total_ = 0;
   std::vector<waiter> waiters_;
   std::function<void()> finish_done_;
   std::function<void(std::coroutine_handle<>)> reschedule_;

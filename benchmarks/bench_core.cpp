@@ -4,6 +4,8 @@
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
 #include <strata/strata.hpp>
 
+#include "bench_util.hpp"
+
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -11,15 +13,9 @@
 #include <vector>
 
 namespace {
-using clk = std::chrono::steady_clock;
-double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-template <class F>
-double best_of(int reps, F&& f) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) best = std::min(best, f());
-  return best;
-}
+using strata_bench::best_of;
+using strata_bench::clk;
+using strata_bench::secs;
 
 constexpr int rows = 64, width = 16;
 

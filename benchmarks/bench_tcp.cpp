@@ -32,18 +32,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
+
 namespace {
 
-using clk = std::chrono::steady_clock;
 using asio::ip::tcp;
-double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
-
-template <class F>
-double best_of(int reps, F&& f) {
-  double best = 1e30;
-  for (int i = 0; i < reps; ++i) best = std::min(best, f());
-  return best;
-}
+using strata_bench::best_of;
+using strata_bench::clk;
+using strata_bench::secs;
 
 std::uint16_t free_port() {
   asio::io_context io;

@@ -55,6 +55,10 @@ class byte_reader {
     if (n) std::memcpy(p, in_.data() + pos_, n);
     pos_ += n;
   }
+  void skip(std::size_t n) {
+    if (n > in_.size() - pos_) throw error(errc::bad_frame, "payload truncated");
+    pos_ += n;
+  }
   std::size_t remaining() const noexcept { return in_.size() - pos_; }
   bool done() const noexcept { return pos_ == in_.size(); }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -42,6 +43,7 @@ class server_shard {
  private:
   void handle(endpoint, wire::flush& f) {
     if (f.from >= wm_.workers()) throw error(errc::bad_frame, "flush from unknown worker " + std::to_string(f.from));
+    check_payload(f);  // a bad row anywhere rejects the whole flush before any of it is applied
     byte_reader in(f.payload.bytes);
     std::vector<std::pair<table_id, row_id>> touched;
     for (std::uint32_t i = 0; i < f.count; ++i) {
@@ -66,6 +68,24 @@ class server_shard {
       push_rows(touched, f.from);
     }
     if (min_ > before) advance();
+  }
+
+  /// Walks a flush's payload and throws `bad_frame` naming worker, table and row at the first row
+  /// that does not decode (wrong table, truncated, column out of range), or at trailing bytes.
+  void check_payload(const wire::flush& f) const {
+    byte_reader in(f.payload.bytes);
+    for (std::uint32_t i = 0; i < f.count; ++i) {
+      const auto t = in.get<table_id>();
+      const auto r = in.get<row_id>();
+      if (t >= tables_.size()) throw error(errc::bad_frame, "flush from worker " + std::to_string(f.from) + " names unknown table " + std::to_string(t));
+      try {
+        tables_[t]->check(in);
+      } catch (const error& e) {
+        throw error(errc::bad_frame, "flush from worker " + std::to_string(f.from) + ", table " + std::to_string(t) +
+                                         ", row " + std::to_string(r) + " rejected, nothing applied: " + e.what());
+      }
+    }
+    if (!in.done()) throw error(errc::bad_frame, "flush from worker " + std::to_string(f.from) + " has trailing bytes; nothing applied");
   }
 
   void handle(endpoint, wire::row_request& q) {

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,7 +50,7 @@ class worker {
  public:
   worker(worker_id id, worker_map wm, model_params mp, send_fn send)
       : id_(id), wm_(wm), mp_(mp), send_(std::move(send)), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
-        inflight_mass_(wm.nodes), oplog_mass_(wm.nodes, 0.0) {
+        inflight_mass_(wm.nodes), oplog_mass_(wm.nodes, 0.0), oplog_incs_(wm.nodes, 0) {
     bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
     value_bounded_ = std::isfinite(bound_);
   }
@@ -62,8 +63,23 @@ class worker {
   clock_type current_clock() const noexcept { return clock_; }
   const worker_stats& stats() const noexcept { return stats_; }
   const model_params& model() const noexcept { return mp_; }
-  /// Sum of |delta| of this worker's increments not yet applied at their server shards.
-  double unacked_mass() const noexcept { return oplog_total_ + inflight_total_; }
+  /// Sum of |delta| of this worker's increments not yet applied at their server shards; exactly 0
+  /// when `unacked_increments() == 0` (value-bounded models only; 0 otherwise).
+  double unacked_mass() const noexcept { return unacked_incs_ == 0 ? 0.0 : oplog_total_ + inflight_total_; }
+  /// How many of this worker's increments are not yet applied at their server shards (value-bounded
+  /// models only; 0 otherwise). Counted exactly, so "nothing un-acknowledged" never depends on
+  /// floating-point residue.
+  std::uint64_t unacked_increments() const noexcept { return unacked_incs_; }
+  /// The clock through which the cached copy of row `r` holds every update of every worker
+  /// (`no_clock` when the row is not cached): what the last `get` of it reflected, at least.
+  template <row_type R>
+  clock_type reflects(table_handle<R> h, row_id r) {
+    auto* e = table<R>(h).find(r);
+    if (!e || !e->valid) return no_clock;
+    clock_type t = e->reflects;
+    if (mp_.push == push_mode::on_min_clock) t = std::max(t, push_reflects_[owner_of(h.id, r, wm_.nodes)]);
+    return t;
+  }
   /// The per-worker share of the value bound (infinity when unbounded).
   double mass_bound() const noexcept { return bound_; }
 
@@ -79,7 +95,6 @@ class worker {
     }
     /// Looks the row up and sends its request if it is not fresh enough; true when it is.
     bool prepare() {
-      need_ = required_clock(w_.clock_, w_.mp_.staleness);
       e_ = &t_.slot(r_);
       return ready();
     }
@@ -101,8 +116,12 @@ class worker {
     }
     bool fresh() const noexcept { return e_->valid && reflects() >= need_; }
     /// True when the cached row will do; otherwise makes sure a request (or, for a subscribed
-    /// row under ESSP, the next push) is on its way.
+    /// row under ESSP, the next push) is on its way. The clock needed is taken from the worker's
+    /// clock *now*, every time: when another coroutine of this worker clocks while this read
+    /// waits, the read waits for what the new clock needs (the guarantee is for the clock at which
+    /// the read returns). A request for an older need is answered first, then re-sent.
     bool ready() {
+      need_ = required_clock(w_.clock_, w_.mp_.staleness);
       if (fresh()) return true;
       if (!e_->requested && !(w_.mp_.push == push_mode::on_min_clock && e_->valid)) {
         e_->requested = true;
@@ -134,29 +153,43 @@ class worker {
 
   // ---- inc ---------------------------------------------------------------------------------
 
-  /// Applies an increment, first waiting (value-bounded models only) until it fits the bound.
+  /// An increment, applied when `inc` is called; the awaitable waits only under a value bound, when
+  /// the increment does not fit (it is applied when the wait ends). An `inc` whose result is never
+  /// awaited still loses nothing: the increment is applied when the awaitable is destroyed (under a
+  /// value bound, then past the bound, as `worker_stats::max_unacked_mass` shows).
   template <class Apply>
   class [[nodiscard]] inc_awaiter {
    public:
     inc_awaiter(worker& w, double mass, node_id shard, Apply a)
-        : w_(w), mass_(mass), shard_(shard), apply_(std::move(a)) {}
-    bool await_ready() {
+        : w_(w), mass_(mass), shard_(shard), apply_(std::move(a)) {
       if (!w_.value_bounded_) {  // the common case: nothing to account for
         apply_();
         applied_ = true;
-        return true;
-      }
-      if (w_.fits(mass_)) {
+      } else if (w_.fits(mass_)) {
         apply();
-        return true;
       }
+    }
+    inc_awaiter(const inc_awaiter&) = delete;
+    inc_awaiter& operator=(const inc_awaiter&) = delete;
+    ~inc_awaiter() {
+      if (!applied_ && !suspended_) apply();  // never awaited (a coroutine destroyed mid-wait is torn down)
+    }
+    bool await_ready() {
+      if (applied_) return true;
       w_.flush(false);  // send what is pending now, then wait for acknowledgements
       return false;
     }
     void await_suspend(std::coroutine_handle<> h) {
-      w_.suspend(h, [this] { return w_.fits(mass_); });
+      suspended_ = true;
+      ++w_.inc_waiters_;
+      w_.suspend(h, [this] {
+        if (!w_.fits(mass_)) return false;
+        --w_.inc_waiters_;
+        return true;
+      });
     }
     void await_resume() {
+      suspended_ = false;
       if (!applied_) apply();
     }
 
@@ -166,27 +199,41 @@ class worker {
       apply_();
       w_.oplog_mass_[shard_] += mass_;  // acknowledged with that shard's next flush
       w_.oplog_total_ += mass_;
+      ++w_.oplog_incs_[shard_];
+      ++w_.unacked_incs_;
       w_.stats_.max_unacked_mass = std::max(w_.stats_.max_unacked_mass, w_.unacked_mass());
-      // An increment larger than the whole bound cannot wait its way under it: send it alone.
-      if (w_.unacked_mass() > w_.bound_) w_.flush(false);
+      // An increment larger than the whole bound cannot wait its way under it: send it alone. And
+      // while another coroutine of this worker waits in `inc` for acknowledgements, whatever is
+      // added meanwhile is sent at once, or that wait could outlast every acknowledgement.
+      if (w_.unacked_mass() > w_.bound_ || w_.inc_waiters_ > 0) w_.flush(false);
     }
     worker& w_;
     double mass_;
     node_id shard_;
     Apply apply_;
     bool applied_ = false;
+    bool suspended_ = false;
   };
 
   /// Adds `v` to column `c` of row `r`. Visible to this worker's reads at once (read-my-writes).
+  /// A column outside the table's width is a `strata::error` naming table, row, column and width.
   template <row_type R>
   auto inc(table_handle<R> h, row_id r, col_id c, typename R::value_type v) {
+    if (c >= h.width) [[unlikely]]
+      throw error(errc::bad_input, "inc: column " + std::to_string(c) + " of row " + std::to_string(r) + " in table " +
+                                       std::to_string(h.id) + " is outside its width " + std::to_string(h.width));
     auto& t = table<R>(h);
     const double m = value_bounded_ ? std::abs(static_cast<double>(v)) : 0.0;
     return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, c, v] { t.inc(r, c, v); });
   }
-  /// Adds a whole delta row (dense, or the non-zeros of a sparse row) to row `r`.
+  /// Adds a whole delta row (dense, or the non-zeros of a sparse row) to row `r`; its width must be
+  /// the table's.
   template <row_type R>
   auto inc_row(table_handle<R> h, row_id r, R delta) {
+    if (delta.width() != h.width) [[unlikely]]
+      throw error(errc::bad_input, "inc_row: a delta of width " + std::to_string(delta.width()) + " for row " +
+                                       std::to_string(r) + " in table " + std::to_string(h.id) + " of width " +
+                                       std::to_string(h.width));
     auto& t = table<R>(h);
     const double m = value_bounded_ ? delta.magnitude() : 0.0;
     return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
@@ -229,11 +276,12 @@ class worker {
     const node_id s = rows->shard;
     if (s >= wm_.nodes) throw error(errc::bad_frame, "rows from unknown shard");
     auto& q = inflight_mass_[s];
-    while (!q.empty() && q.front().first <= rows->acked_seq) {
-      inflight_total_ -= q.front().second;
+    while (!q.empty() && q.front().seq <= rows->acked_seq) {
+      inflight_total_ -= q.front().mass;
+      unacked_incs_ -= q.front().incs;
       q.pop_front();
     }
-    if (q.empty() && all_acked()) inflight_total_ = 0;  // drop floating-point residue
+    if (all_acked()) inflight_total_ = 0;  // exact: nothing in flight holds no mass
     for (auto& t : tables_) t->ack(s, rows->acked_seq);
     byte_reader in(rows->payload.bytes);
     for (std::uint32_t i = 0; i < rows->count; ++i) {
@@ -282,7 +330,7 @@ class worker {
     return inc_awaiter<F>(*this, mass, shard, std::move(f));
   }
   bool fits(double mass) const noexcept {
-    return unacked_mass() == 0 || unacked_mass() + mass <= bound_;
+    return unacked_incs_ == 0 || unacked_mass() + mass <= bound_;
   }
   bool all_acked() const noexcept {
     for (const auto& q : inflight_mass_)
@@ -310,13 +358,14 @@ class worker {
       if (f.count == 0 && !advance_clock && !done) continue;
       f.seq = seq_[s] = seq;
       // The mass of the increments to this shard is un-propagated until this flush is acknowledged.
-      inflight_mass_[s].emplace_back(seq, oplog_mass_[s]);
+      inflight_mass_[s].push_back({seq, oplog_mass_[s], oplog_incs_[s]});
       inflight_total_ += oplog_mass_[s];
-      oplog_total_ -= oplog_mass_[s];
       oplog_mass_[s] = 0;
+      oplog_incs_[s] = 0;
       ++stats_.flushes;
       send_(endpoint{s, 0}, std::move(f));
     }
+    oplog_total_ = 0;  // every shard's oplog went out (a skipped shard had none): exactly nothing left
   }
 
   static double clock_now() {
@@ -344,6 +393,9 @@ class worker {
         break;
       }
     }
+    // A coroutine still waits in inc: what others added meanwhile must be on its way, or no
+    // acknowledgement would ever wake it.
+    if (inc_waiters_ > 0 && unacked_incs_ > 0 && all_acked()) flush(false);
     if (finish_done_ && all_acked()) {
       stats_.wait_s += clock_now() - finish_started_;
       std::exchange(finish_done_, {})();
@@ -360,9 +412,17 @@ class worker {
   std::vector<std::unique_ptr<client_table_base>> tables_;
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
-  std::vector<std::deque<std::pair<std::uint64_t, double>>> inflight_mass_;  // per shard: (seq, mass)
-  std::vector<double> oplog_mass_;  // per shard: mass of increments not yet flushed
+  struct inflight_flush {
+    std::uint64_t seq;
+    double mass;
+    std::uint64_t incs;
+  };
+  std::vector<std::deque<inflight_flush>> inflight_mass_;  // per shard, every flush not yet acknowledged
+  std::vector<double> oplog_mass_;                         // per shard: mass of increments not yet flushed
+  std::vector<std::uint64_t> oplog_incs_;                  // per shard: increments not yet flushed
+  std::uint64_t unacked_incs_ = 0;                         // oplog + in flight, every shard
   double inflight_total_ = 0, oplog_total_ = 0;
+  int inc_waiters_ = 0;                                    // coroutines suspended in inc
   std::vector<waiter> waiters_;
   std::function<void()> finish_done_;
   std::function<void(std::coroutine_handle<>)> reschedule_;

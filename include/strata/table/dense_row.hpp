@@ -9,7 +9,8 @@
 
 namespace strata {
 
-/// A contiguous row of `width` values. Its delta form is itself (element-wise add).
+/// A contiguous row of `width` values. Its delta form is itself (element-wise add). `inc` and `get`
+/// check the column (a `strata::error` naming column and width); `operator[]` and `span()` do not.
 template <class T>
 class dense_row {
  public:
@@ -17,14 +18,20 @@ class dense_row {
   dense_row() = default;
   explicit dense_row(std::size_t width) : v_(typename storage::shape_type{width}, T{}) {}
 
-  void inc(col_id c, T d) { v_.data()[c] += d; }
+  void inc(col_id c, T d) {
+    check_column(c, v_.size());
+    v_.data()[c] += d;
+  }
   void add(const dense_row& o) {
     if (v_.size() == 0) { v_ = o.v_; return; }
     T* p = v_.data();
     const T* q = o.v_.data();
     for (std::size_t i = 0, n = v_.size(); i < n; ++i) p[i] += q[i];
   }
-  T get(col_id c) const { return v_.data()[c]; }
+  T get(col_id c) const {
+    check_column(c, v_.size());
+    return v_.data()[c];
+  }
   T operator[](col_id c) const { return v_.data()[c]; }
   std::size_t width() const noexcept { return v_.size(); }
   bool empty() const noexcept { return v_.size() == 0; }
@@ -43,6 +50,7 @@ class dense_row {
     r.get_span(std::span<T>(row.v_.data(), width));
     return row;
   }
+  static void skip(byte_reader& r, std::size_t width) { r.skip(width * sizeof(T)); }
 
  private:
   using storage = xt::xtensor<T, 1>;

@@ -3,8 +3,10 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "../core/bytes.hpp"
+#include "../core/error.hpp"
 
 namespace strata {
 
@@ -30,6 +32,20 @@ concept row_type = std::default_initializable<R> && std::copyable<R> &&
       { cr.encode(w) };
       { R::decode(rd, width) } -> std::same_as<R>;
     };
+
+/// Throws `bad_input` naming the column and the width when `c` is outside a row of `width` columns.
+inline void check_column(col_id c, std::size_t width) {
+  if (c >= width) [[unlikely]]
+    throw error(errc::bad_input, "column " + std::to_string(c) + " is outside a row of width " + std::to_string(width));
+}
+
+/// Consumes one encoded row from `in`, checking it as `R::decode` would, without keeping it: a row
+/// type may offer a cheaper `static void skip(byte_reader&, std::size_t width)`.
+template <row_type R>
+void skip_row(byte_reader& in, std::size_t width) {
+  if constexpr (requires { R::skip(in, width); }) R::skip(in, width);
+  else (void)R::decode(in, width);
+}
 
 namespace detail {
 /// Checks row_type with a message that says what to write.

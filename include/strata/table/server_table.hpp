@@ -19,6 +19,8 @@ class server_table_base {
   virtual ~server_table_base() = default;
   /// Decodes one row delta from `in` and applies it now (immediate) or holds it under `tag` (exact).
   virtual void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) = 0;
+  /// Consumes one encoded row delta from `in`, checking it (width, columns) without applying it.
+  virtual void check(byte_reader& in) const = 0;
   /// Folds the held deltas with tag < `below` into the rows; appends the rows it changed.
   virtual void fold(clock_type below, std::vector<row_id>& changed) = 0;
   /// Appends the current row (zero row if never written) in wire form.
@@ -45,6 +47,7 @@ class server_table final : public server_table_base {
       if (!fresh) it->second.add(d);
     }
   }
+  void check(byte_reader& in) const override { skip_row<R>(in, width_); }
   void fold(clock_type below, std::vector<row_id>& changed) override {
     while (!pending_.empty() && pending_.begin()->first < below) {
       for (auto& [row, d] : pending_.begin()->second) {

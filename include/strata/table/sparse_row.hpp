@@ -11,6 +11,7 @@
 namespace strata {
 
 /// A row that stores (column, value) pairs for non-zero values only; an entry that reaches zero is removed.
+/// `inc` and `get` check the column against the width (a `strata::error` naming both).
 template <class T>
 class sparse_row {
  public:
@@ -20,6 +21,7 @@ class sparse_row {
   explicit sparse_row(std::size_t width) : width_(width) {}
 
   void inc(col_id c, T d) {
+    check_column(c, width_);
     auto it = std::lower_bound(e_.begin(), e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });
     if (it != e_.end() && it->first == c) {
       it->second += d;
@@ -46,6 +48,7 @@ class sparse_row {
     e_.swap(m);
   }
   T get(col_id c) const {
+    check_column(c, width_);
     auto it = std::lower_bound(e_.begin(), e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });
     return (it != e_.end() && it->first == c) ? it->second : T{};
   }
@@ -78,6 +81,17 @@ class sparse_row {
       row.e_.emplace_back(c, v);
     }
     return row;
+  }
+  static void skip(byte_reader& r, std::size_t width) {
+    const auto n = r.get<std::uint32_t>();
+    if (n > r.remaining() / (sizeof(col_id) + sizeof(T))) throw error(errc::bad_frame, "sparse row count too large");
+    col_id prev = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const auto c = r.get<col_id>();
+      r.skip(sizeof(T));
+      if (c >= width || (i > 0 && c <= prev)) throw error(errc::bad_frame, "sparse row column out of order or range");
+      prev = c;
+    }
   }
 
  private:

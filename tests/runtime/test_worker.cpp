@@ -1,0 +1,301 @@
+// The worker's guarantees under coroutines of its own: exact "nothing un-acknowledged" under VAP,
+// no VAP deadlock between spawned coroutines, a read's guarantee holding for the clock at which it
+// returns, column checks, increments that are not awaited, and the clock a cached row reflects.
+// Each hang this file once reproduced is run under a deadline that fails the test instead of
+// stalling the suite.
+#include <doctest/doctest.h>
+
+#include <strata/strata.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+/// Runs `f` on a thread; if it has not returned after `limit`, reports the hang and ends the test
+/// process (a system whose workers wait forever cannot be torn down from outside).
+template <class F>
+void within(std::chrono::seconds limit, const char* what, F&& f) {
+  auto fut = std::async(std::launch::async, std::forward<F>(f));
+  if (fut.wait_for(limit) == std::future_status::timeout) {
+    std::fprintf(stderr, "HANG: %s did not finish within %lld s\n", what, static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
+  fut.get();  // rethrows a failure
+}
+
+using drow = strata::dense_row<double>;
+
+}  // namespace
+
+TEST_CASE("vap: floating-point residue never blocks an increment larger than V/P (issue: hang after 0.1+0.2+0.3)") {
+  within(std::chrono::seconds(60), "vap residue", [] {
+    strata::system<strata::vap<2.0>> sys({.nodes = 2, .workers_per_node = 1});
+    auto t = sys.add_table<drow>(1);
+    REQUIRE(strata::owner_of(t.id, 0, 2) != strata::owner_of(t.id, 1, 2));  // two shards involved
+    double mass_when_acked = -1;
+    bool big_applied = false;
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      if (w.id() != 0) co_return;
+      co_await w.inc(t, 0, 0, 0.1);
+      co_await w.inc(t, 1, 0, 0.2);
+      co_await w.inc(t, 0, 0, 0.3);
+      co_await w.clock();
+      while (w.unacked_increments() > 0) co_await w.yield();
+      mass_when_acked = w.unacked_mass();
+      co_await w.inc(t, 0, 0, 1.5);  // larger than V/P = 1: must be sent alone, not wait forever
+      big_applied = true;
+      co_await w.clock();
+    });
+    CHECK(mass_when_acked == 0.0);  // exact, not 5.55e-17
+    CHECK(big_applied);
+    CHECK(sys.row(t, 0).get(0) == doctest::Approx(1.9));
+    CHECK(sys.row(t, 1).get(0) == doctest::Approx(0.2));
+  });
+}
+
+TEST_CASE("vap: negative amounts leave no residue either") {
+  within(std::chrono::seconds(60), "vap negative residue", [] {
+    strata::system<strata::vap<2.0>> sys({.nodes = 2, .workers_per_node = 1});
+    auto t = sys.add_table<drow>(1);
+    double mass_when_acked = -1;
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      if (w.id() != 0) co_return;
+      for (double v : {-0.1, -0.7, 0.3, -0.2, 0.1}) co_await w.inc(t, static_cast<strata::row_id>(v < 0), 0, v);
+      co_await w.clock();
+      while (w.unacked_increments() > 0) co_await w.yield();
+      mass_when_acked = w.unacked_mass();
+      co_await w.inc(t, 0, 0, -1.5);
+      co_await w.clock();
+    });
+    CHECK(mass_when_acked == 0.0);
+    CHECK(sys.row(t, 0).get(0) == doctest::Approx(0.3 + 0.1 - 1.5));
+    CHECK(sys.row(t, 1).get(0) == doctest::Approx(-1.0));
+  });
+}
+
+namespace {
+strata::task<> two_incs(strata::worker& w, strata::table_handle<drow> t, bool& done) {
+  co_await w.inc(t, 0, 0, 1.0);
+  co_await w.yield();
+  co_await w.inc(t, 0, 0, 1.0);
+  done = true;
+}
+}  // namespace
+
+TEST_CASE("vap: spawned coroutines waiting in inc never deadlock on an increment that sits at the bound") {
+  within(std::chrono::seconds(60), "vap spawned coroutines", [] {
+    strata::system<strata::vap<1.0>> sys({.nodes = 1, .workers_per_node = 1});
+    auto t = sys.add_table<drow>(1);
+    bool a = false, b = false;
+    double max_mass = 0;
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      w.spawn(two_incs(w, t, a));
+      w.spawn(two_incs(w, t, b));
+      co_return;
+    });
+    max_mass = sys.total_stats().max_unacked_mass;
+    CHECK(a);
+    CHECK(b);
+    CHECK(sys.row(t, 0).get(0) == 4.0);
+    CHECK(max_mass <= 1.0);  // every increment fitted V/P = 1 before it was applied
+  });
+}
+
+namespace {
+struct reader_result {
+  strata::clock_type issued = -1, returned = -1;
+  double other = -1;
+};
+strata::task<> read_once(strata::worker& w, strata::table_handle<drow> t, reader_result& out) {
+  out.issued = w.current_clock();
+  const drow& row = co_await w.get(t, 0);
+  out.returned = w.current_clock();
+  out.other = row.get(1);
+}
+}  // namespace
+
+TEST_CASE("a read returns what its model needs at the clock at which it returns, also when a sibling coroutine clocks") {
+  within(std::chrono::seconds(60), "read across sibling clocks", [] {
+    strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 2});
+    auto t = sys.add_table<drow>(2);
+    reader_result rr;
+    constexpr int other_clocks = 9;
+    std::atomic<bool> go{false};
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      if (w.id() == 1) {
+        // The other worker is late for clock 0 (until worker 0 is at clock 6), then adds 1 to
+        // column 1 at every clock.
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        for (int c = 0; c < other_clocks; ++c) {
+          co_await w.inc(t, 0, 1, 1.0);
+          co_await w.clock();
+        }
+        co_return;
+      }
+      co_await w.clock();              // clock 1: the read needs the other worker's clock 0
+      w.spawn(read_once(w, t, rr));    // waits: the other worker has not flushed clock 0 yet
+      for (int c = 0; c < 5; ++c) co_await w.clock();  // meanwhile this worker moves on to clock 6
+      go = true;
+    });
+    CHECK(rr.issued == 1);
+    CHECK(rr.returned == 6);
+    // BSP at clock 6: exactly the other worker's increments of clocks 0..5.
+    CHECK(rr.other == static_cast<double>(rr.returned));
+    CHECK(sys.stats()[0].staleness.stats().max() == 0);
+    CHECK(sys.row(t, 0).get(1) == other_clocks);
+  });
+}
+
+TEST_CASE("ssp: a read that outlives a sibling's clocks still meets the bound at its return clock") {
+  within(std::chrono::seconds(60), "ssp read across sibling clocks", [] {
+    strata::system<strata::ssp<1>> sys({.nodes = 1, .workers_per_node = 2});
+    auto t = sys.add_table<drow>(2);
+    reader_result rr;
+    std::atomic<bool> go{false};
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      if (w.id() == 1) {
+        while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        for (int c = 0; c < 10; ++c) {
+          co_await w.inc(t, 0, 1, 1.0);
+          co_await w.clock();
+        }
+        co_return;
+      }
+      co_await w.clock();
+      co_await w.clock();              // clock 2: needs the other worker's clock 0
+      w.spawn(read_once(w, t, rr));
+      for (int c = 0; c < 4; ++c) co_await w.clock();  // to clock 6
+      go = true;
+    });
+    REQUIRE(rr.returned == 6);
+    CHECK(rr.other >= static_cast<double>(rr.returned - 1));  // holds clocks <= 6 - 1 - 1
+    CHECK(sys.stats()[0].staleness.stats().max() <= 1);
+  });
+}
+
+TEST_CASE("columns are checked: rows, worker::inc and inc_row name table, row, column and width") {
+  strata::dense_row<float> d(4);
+  CHECK_THROWS_WITH_AS(d.inc(4, 1.0f), doctest::Contains("column 4 is outside a row of width 4"), strata::error);
+  CHECK_THROWS_AS((void)d.get(9), strata::error);
+  strata::sparse_row<int> s(3);
+  CHECK_THROWS_AS(s.inc(3, 1), strata::error);
+  CHECK_THROWS_AS((void)s.get(3), strata::error);
+  s.inc(2, 5);
+  CHECK(s.get(2) == 5);
+
+  strata::system<strata::ssp<0>> sys({.nodes = 2, .workers_per_node = 1});
+  auto dt = sys.add_table<strata::dense_row<float>>(4);
+  auto st = sys.add_table<strata::sparse_row<int>>(3);
+  std::vector<std::string> errors;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    if (w.id() != 0) co_return;
+    co_await w.inc(dt, 5, 1, 1.0f);
+    co_await w.inc(st, 5, 2, 1);
+    try {
+      co_await w.inc(dt, 5, 4, 1.0f);
+    } catch (const strata::error& e) {
+      errors.push_back(e.what());
+    }
+    try {
+      co_await w.inc(st, 6, 7, 1);
+    } catch (const strata::error& e) {
+      errors.push_back(e.what());
+    }
+    try {
+      co_await w.inc_row(dt, 5, strata::dense_row<float>(8));
+    } catch (const strata::error& e) {
+      errors.push_back(e.what());
+    }
+    co_await w.clock();
+  });
+  REQUIRE(errors.size() == 3);
+  CHECK(errors[0].find("column 4 of row 5 in table 0 is outside its width 4") != std::string::npos);
+  CHECK(errors[1].find("column 7 of row 6 in table 1 is outside its width 3") != std::string::npos);
+  CHECK(errors[2].find("width 8") != std::string::npos);
+  // The good increments went through; the bad ones touched nothing.
+  CHECK(sys.row(dt, 5).get(1) == 1.0f);
+  CHECK(sys.row(st, 5).get(2) == 1);
+  CHECK(sys.row(st, 6).nnz() == 0);
+}
+
+TEST_CASE("a flush carrying an out-of-range column is rejected whole by the shard: nothing applied") {
+  using srow = strata::sparse_row<int>;
+  std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+  tabs.push_back(std::make_unique<strata::server_table<srow>>(3));
+  strata::worker_map wm{1, 1};
+  std::vector<strata::wire::message> sent;
+  strata::server_shard shard(0, wm, strata::model_params::of<strata::ssp<0>>({}), std::move(tabs),
+                             [&](strata::endpoint, strata::wire::message&& m) { sent.push_back(std::move(m)); });
+  strata::wire::flush f;
+  f.from = 0;
+  f.seq = 1;
+  f.tag = 0;
+  f.new_clock = 1;
+  f.count = 2;
+  strata::byte_writer out(f.payload.bytes);
+  // Row 1: a good delta (column 1 += 4).
+  out.put(strata::table_id{0});
+  out.put(strata::row_id{1});
+  srow good(3);
+  good.inc(1, 4);
+  good.encode(out);
+  // Row 2: one entry at column 5 of a width-3 row, hand-encoded as a faulty peer would.
+  out.put(strata::table_id{0});
+  out.put(strata::row_id{2});
+  out.put(std::uint32_t{1});
+  out.put(strata::col_id{5});
+  out.put(int{1});
+  CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, strata::wire::message{std::move(f)}),
+                       doctest::Contains("table 0, row 2 rejected, nothing applied"), strata::error);
+  auto& t = static_cast<strata::server_table<srow>&>(shard.table(0));
+  CHECK(t.row(1).nnz() == 0);  // the good row of the same flush was not applied either
+  CHECK(sent.empty());         // and nothing was acknowledged
+}
+
+TEST_CASE("an inc that is never awaited still lands (no lost update), under every model") {
+  auto check = [](auto model_tag) {
+    using M = decltype(model_tag);
+    strata::system<M> sys({.nodes = 2, .workers_per_node = 2, .value_bound = 2.0});
+    auto t = sys.template add_table<strata::dense_row<long>>(4);
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      for (int c = 0; c < 5; ++c) {
+        (void)w.inc(t, static_cast<strata::row_id>(c % 3), w.id(), 1L);  // the mistake: no co_await
+        co_await w.clock();
+      }
+    });
+    long total = 0;
+    for (strata::row_id r = 0; r < 3; ++r)
+      for (strata::col_id c = 0; c < 4; ++c) total += sys.row(t, r).get(c);
+    CHECK(total == 4 * 5);
+  };
+  check(strata::bsp{});
+  check(strata::ssp<1>{});
+  check(strata::essp<1>{});
+  check(strata::vap<-1.0>{});
+  check(strata::async{});
+}
+
+TEST_CASE("worker::reflects tells the clock a cached row holds every update through") {
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 2});
+  auto t = sys.add_table<drow>(2);
+  std::vector<std::pair<strata::clock_type, strata::clock_type>> seen[2];  // (clock, reflects)
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    CHECK(w.reflects(t, 0) == strata::no_clock);
+    for (int c = 0; c < 4; ++c) {
+      (void)co_await w.get(t, 0);
+      seen[w.id()].emplace_back(w.current_clock(), w.reflects(t, 0));
+      co_await w.inc(t, 0, w.id(), 1.0);
+      co_await w.clock();
+    }
+  });
+  for (auto& v : seen)
+    for (auto [c, r] : v) CHECK(r == c - 1);  // BSP: exactly the previous clock
+}

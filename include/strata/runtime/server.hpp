@@ -20,8 +20,6 @@
 
 namespace strata {
 
-using send_fn = std::function<void(endpoint dst, wire::message&& m)>;
-
 /// One process's server shard. Not thread-safe: the runtime calls it from one thread.
 class server_shard {
  public:
@@ -56,8 +54,15 @@ class server_shard {
     if (mp_.exact) pending_seq_[f.tag].emplace_back(f.from, f.seq);
     else folded_seq_[f.from] = f.seq;
     clock_[f.from] = f.done ? finished : std::max(clock_[f.from], f.new_clock);
+    if (f.done)
+      for (const auto& [round, c] : collectives_)
+        if (!c.have[f.from])
+          throw error(errc::bad_input, "worker " + std::to_string(f.from) + " finished without joining collective round " +
+                                           std::to_string(round) + " that other workers wait in (every worker must call "
+                                           "the same collectives in the same order)");
     const clock_type before = min_;
     min_ = *std::min_element(clock_.begin(), clock_.end());
+    if (min_ == finished && before != finished) ++runs_finished_;
 
     if (!mp_.exact) {
       // Applied at once: acknowledge to the sender; push now (VAP, async) or at the next advance (ESSP).
@@ -100,6 +105,75 @@ class server_shard {
   }
 
   void handle(endpoint, wire::rows&) { throw error(errc::bad_frame, "server shard got a rows message"); }
+  void handle(endpoint src, wire::app&) {
+    throw error(errc::bad_frame, "server shard " + std::to_string(me_) + " got an app message from " + wm_.who(src).describe() +
+                                     " (app messages go to workers or the coordinator)");
+  }
+  void handle(endpoint, wire::gathered&) { throw error(errc::bad_frame, "server shard got a collective result"); }
+
+  /// Shard 0 collects every worker's part of each collective round, then sends them all to every worker.
+  void handle(endpoint, wire::gather& g) {
+    if (me_ != 0) throw error(errc::bad_frame, "collective sent to shard " + std::to_string(me_) + ", not shard 0");
+    if (g.from >= wm_.workers()) throw error(errc::bad_frame, "collective from unknown worker " + std::to_string(g.from));
+    if (clock_[g.from] == finished)
+      throw error(errc::bad_frame, "collective from worker " + std::to_string(g.from) + " after it finished");
+    auto& c = collectives_[g.round];
+    if (c.parts.empty()) c.parts.resize(wm_.workers()), c.have.assign(wm_.workers(), false);
+    if (c.have[g.from]) throw error(errc::bad_frame, "worker " + std::to_string(g.from) + " joined collective round " + std::to_string(g.round) + " twice");
+    c.have[g.from] = true;
+    c.parts[g.from] = std::move(g.payload);
+    for (worker_id w = 0; w < wm_.workers(); ++w)
+      if (clock_[w] == finished && !c.have[w])
+        throw error(errc::bad_input, "collective round " + std::to_string(g.round) + " waits for worker " + std::to_string(w) +
+                                         ", which has finished (every worker must call the same collectives in the same order)");
+    if (++c.count < wm_.workers()) return;
+    wire::gathered out;
+    out.round = g.round;
+    out.parts = std::move(c.parts);
+    collectives_.erase(g.round);
+    for (worker_id w = 0; w < wm_.workers(); ++w) {
+      wire::gathered copy;
+      copy.round = out.round;
+      copy.parts = out.parts;
+      send_(wm_.of(w), std::move(copy));
+    }
+  }
+
+  /// Start barrier of a repeated run: shard 0 counts ready nodes, then tells every shard.
+  void handle(endpoint, wire::run_start& r) {
+    if (me_ == 0 && r.node != starter_) {
+      if (++start_count_[r.run] < wm_.nodes) return;
+      start_count_.erase(r.run);
+      for (node_id n = 0; n < wm_.nodes; ++n) send_(wm_.shard(n), wire::run_start{starter_, r.run});
+      return;
+    }
+    started_run_ = std::max(started_run_, r.run);  // from shard 0: everybody is ready
+  }
+
+ public:
+  /// Node id that shard 0 puts in its "go" messages (never a real node).
+  static constexpr node_id starter_ = 0xffffffffu;
+  /// The highest run number shard 0 has declared started (see system::run).
+  std::uint64_t started_run() const noexcept { return started_run_; }
+  /// Runs completed: incremented when every worker has finished.
+  std::uint64_t runs_finished() const noexcept { return runs_finished_; }
+
+  /// Makes the shard new for another run: every worker back at clock 0, nothing parked or pending,
+  /// no subscriptions; the tables' rows are kept unless `clear_tables`. The start barrier's state
+  /// is kept (another node may already be waiting in it).
+  void reset(bool clear_tables) {
+    std::fill(clock_.begin(), clock_.end(), 0);
+    min_ = 0;
+    std::fill(folded_seq_.begin(), folded_seq_.end(), 0);
+    std::fill(has_subs_.begin(), has_subs_.end(), false);
+    pending_seq_.clear();
+    parked_.clear();
+    dirty_.clear();
+    collectives_.clear();
+    for (auto& t : tables_) t->reset(clear_tables);
+  }
+
+ private:
 
   void reply(const wire::row_request& q) {
     wire::rows out;
@@ -217,6 +291,14 @@ class server_shard {
   std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
   std::vector<wire::row_request> parked_;
   std::vector<std::pair<table_id, row_id>> dirty_;  // applied since the last push (ESSP, applied at once)
+  struct collective {
+    std::vector<wire::blob> parts;
+    std::vector<bool> have;
+    std::uint32_t count = 0;
+  };
+  std::map<std::uint64_t, collective> collectives_;  // shard 0: open collective rounds
+  std::map<std::uint64_t, std::uint32_t> start_count_;  // shard 0: nodes ready, per run
+  std::uint64_t started_run_ = 0, runs_finished_ = 0;
 };
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +23,7 @@
 #include "../table/table.hpp"
 #include "../transport/inproc.hpp"
 #include "../transport/transport.hpp"
+#include "coordinator.hpp"
 #include "params.hpp"
 #include "server.hpp"
 #include "task.hpp"
@@ -30,11 +32,16 @@
 namespace strata {
 
 /// A parameter-server system: consistency model C, transport T. Add tables, then `run` a worker
-/// program (a coroutine `task<>(worker&)`) on every worker thread of every local process.
+/// program (a coroutine `task<>(worker&)`) on every worker thread of every local process, and
+/// optionally a coordinator program (`task<>(coordinator&)`, on node 0's process).
 ///
 ///     strata::system<strata::essp<2>> sys({.nodes = 2, .workers_per_node = 2});
 ///     auto t = sys.add_table<strata::dense_row<float>>(16);
 ///     sys.run([&](strata::worker& w) -> strata::task<> { ... co_await w.clock(); });
+///
+/// `run` may be called again: the next run starts every worker at clock 0 with an empty cache
+/// and keeps the tables' rows (`clear_tables()` before it starts from zero rows). Every process of
+/// a multi-process run must make the same sequence of runs.
 template <class C, class T = inproc>
 class system {
   static_assert(detail::check_consistency_model<C>());
@@ -52,10 +59,14 @@ class system {
   system& operator=(const system&) = delete;
   ~system() { stop_threads(); }
 
+  /// The program a run without a coordinator gives the coordinator.
+  static task<> no_coordinator(coordinator&) { co_return; }
+
   /// Adds a table of rows R, each `width` wide. Every process must add the same tables in the same order.
   template <class R>
   auto add_table(std::size_t width) {
     static_assert(detail::check_row_type<R>());
+    if (runs_ > 0) throw error(errc::bad_input, "add_table after the first run: add every table before it");
     const auto id = static_cast<table_id>(tables_.size());
     tables_.push_back({id, width, typeid(R).name()});
     server_factories_.push_back([width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); });
@@ -63,11 +74,16 @@ class system {
     return table_handle<R>{id, width};
   }
 
-  /// Runs `program(worker&) -> task<>` on every local worker; returns when every worker of the run
-  /// has finished and all of its updates are applied. Rethrows the first worker's exception.
-  template <class F>
-  void run(F&& program) {
-    start();
+  /// Runs `program(worker&) -> task<>` on every local worker, and `coord(coordinator&) -> task<>`
+  /// on the coordinator (node 0's process); returns when every worker of the run has finished, all
+  /// of its updates are applied, and the coordinator's program has returned. Rethrows the first
+  /// exception of a worker or the coordinator; after a failed run the system cannot run again.
+  template <class F, class G = decltype(&no_coordinator)>
+  void run(F&& program, G&& coord = &no_coordinator) {
+    if (failed_) throw error(errc::shutdown, "system::run after a failed run");
+    ++runs_;
+    if (runs_ == 1) start();
+    else restart();
     for (auto& ws : workers_) {
       asio::post(ws->ctx, [this, ws = ws.get(), &program] {
         ws->program = std::make_unique<task<>>(program(*ws->w));
@@ -81,31 +97,59 @@ class system {
         });
       });
     }
+    if (coord_) {
+      asio::post(coord_->ctx, [this, c = coord_.get(), &coord] {
+        c->program = std::make_unique<task<>>(std::invoke(coord, *c->c));
+        c->program->start([this, c](std::exception_ptr e) {
+          if (e) record_error(e);
+          c->finished = true;
+          progress();
+        });
+      });
+    }
     wait_until_finished();
-    abort_transport_on_error();
-    stop_threads();
-    if (error_) std::rethrow_exception(error_);
+    if (has_error()) {
+      failed_ = true;
+      abort_transport_on_error();
+      stop_threads();
+      std::rethrow_exception(error_);
+    }
   }
 
-  /// The final value of a row held by a local shard, after `run`.
+  /// The next run starts from zero rows instead of keeping this run's tables (every process of
+  /// the run must call it).
+  void clear_tables() noexcept { clear_tables_ = true; }
+
+  /// The final value of a row after `run`: read from the local shard, or fetched from the process
+  /// that holds it (through a local worker), so every process can read the whole model.
   template <row_type R>
   R row(table_handle<R> h, row_id r) {
+    if (servers_.empty() || workers_.empty()) throw error(errc::bad_input, "system::row before the first run");
     const node_id n = owner_of(h.id, r, wm_.nodes);
     for (auto& s : servers_)
-      if (s->node == n) return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r);
-    throw error(errc::bad_input, "row " + std::to_string(r) + " is held by another process");
+      if (s->node == n)
+        return on_thread(s->ctx, [&] { return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r); });
+    if (stopped_) throw error(errc::shutdown, "row " + std::to_string(r) + " is held by another process and the run failed");
+    auto* ws = workers_.front().get();
+    std::promise<R> p;
+    auto fut = p.get_future();
+    asio::post(ws->ctx, [&, ws] {
+      fetch_ = std::make_unique<task<>>(fetch_into(*ws->w, h, r, p));
+      fetch_->start([](std::exception_ptr) {});
+    });
+    return fut.get();
   }
 
   /// Statistics of each local worker of the last run (in worker-id order).
-  std::vector<worker_stats> stats() const {
+  std::vector<worker_stats> stats() {
     std::vector<worker_stats> out;
-    for (auto& ws : workers_) out.push_back(ws->w->stats());
+    for (auto& ws : workers_) out.push_back(on_thread(ws->ctx, [&] { return ws->w->stats(); }));
     return out;
   }
   /// All local workers' statistics merged.
-  worker_stats total_stats() const {
+  worker_stats total_stats() {
     worker_stats t;
-    for (auto& ws : workers_) t.merge(ws->w->stats());
+    for (const auto& st : stats()) t.merge(st);
     return t;
   }
   const system_config& config() const noexcept { return cfg_; }
@@ -132,9 +176,81 @@ class system {
     bool finished = false;  // touched on the worker's thread only
     std::thread thread;
   };
+  struct coordinator_slot {
+    asio::io_context ctx;
+    std::unique_ptr<coordinator> c;
+    std::unique_ptr<task<>> program;
+    bool finished = false;  // touched on the coordinator's thread only
+    std::thread thread;
+  };
+
+  template <row_type R>
+  static task<> fetch_into(worker& w, table_handle<R> h, row_id r, std::promise<R>& out) {
+    try {
+      out.set_value(co_await w.fetch(h, r));
+    } catch (...) {
+      out.set_exception(std::current_exception());
+    }
+  }
+
+  /// Runs `f` on the thread of `ctx` and returns its result (that thread owns the state f reads).
+  template <class F>
+  auto on_thread(asio::io_context& ctx, F&& f) {
+    if (stopped_) return f();  // the threads are gone (a failed run): nothing else touches the state
+    using R = decltype(f());
+    std::promise<R> p;
+    auto fut = p.get_future();
+    asio::post(ctx, [&] {
+      try {
+        p.set_value(f());
+      } catch (...) {
+        p.set_exception(std::current_exception());
+      }
+    });
+    return fut.get();
+  }
+
+  /// A run after the first: reset every local party on its own thread, then wait until shard 0
+  /// says every node has done so (so no message of the new run can reach a party still in the old one).
+  void restart() {
+    const bool clear = std::exchange(clear_tables_, false);
+    for (auto& s : servers_) on_thread(s->ctx, [&] { s->shard->reset(clear); return 0; });
+    for (auto& ws : workers_)
+      on_thread(ws->ctx, [&] {
+        ws->w->reset();
+        ws->program.reset();
+        ws->finished = false;
+        return 0;
+      });
+    if (coord_)
+      on_thread(coord_->ctx, [&] {
+        coord_->c->reset();
+        coord_->program.reset();
+        coord_->finished = false;
+        return 0;
+      });
+    for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
+    std::unique_lock lk(mu_);
+    for (;;) {
+      if (error_) break;
+      const auto seen = progress_;
+      lk.unlock();
+      bool all = true;
+      for (auto& s : servers_) all = all && on_thread(s->ctx, [&] { return s->shard->started_run() >= runs_ - 1; });
+      lk.lock();
+      if (all || error_) break;
+      cv_.wait(lk, [&] { return progress_ != seen || error_; });
+    }
+    if (error_) {
+      failed_ = true;
+      lk.unlock();
+      abort_transport_on_error();
+      stop_threads();
+      std::rethrow_exception(error_);
+    }
+  }
 
   void start() {
-    if (!servers_.empty() || !workers_.empty()) throw error(errc::bad_input, "system::run may be called once");
     auto send = [this](endpoint src) {
       return [this, src](endpoint dst, wire::message&& m) { transport_.send(src, dst, std::move(m)); };
     };
@@ -147,15 +263,16 @@ class system {
       s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
       transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
         asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
+          const bool start_msg = std::holds_alternative<wire::run_start>(m);
           guarded([&] { s->shard->on_message(src, std::move(m)); });
-          if (s->shard->min_clock() == server_shard::finished) progress();
+          if (start_msg || s->shard->min_clock() == server_shard::finished) progress();
         });
       });
       servers_.push_back(std::move(s));
       for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
         const worker_id id = n * wm_.per_node + i;
         auto ws = std::make_unique<worker_slot>();
-        ws->w = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)));
+        ws->w = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
         for (auto& f : worker_setup_) f(*ws->w);
         ws->w->set_reschedule([c = &ws->ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
         transport_.bind(wm_.of(id), [this, ws = ws.get()](endpoint src, wire::message&& m) {
@@ -165,6 +282,16 @@ class system {
         });
         workers_.push_back(std::move(ws));
       }
+      if (n == 0) {
+        coord_ = std::make_unique<coordinator_slot>();
+        coord_->c = std::make_unique<coordinator>(wm_, send(wm_.coordinator()), cfg_.max_message);
+        coord_->c->set_reschedule([c = &coord_->ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
+        transport_.bind(wm_.coordinator(), [this, cs = coord_.get()](endpoint src, wire::message&& m) {
+          asio::post(cs->ctx, [this, cs, src, m = std::move(m)]() mutable {
+            guarded([&] { cs->c->on_message(src, std::move(m)); });
+          });
+        });
+      }
     }
     transport_.on_fatal([this](std::error_code ec, const std::string& what) {
       record_error(std::make_exception_ptr(error(ec, what)));
@@ -173,10 +300,15 @@ class system {
     transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
     for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c); });
+    if (coord_) coord_->thread = std::thread([c = &coord_->ctx] { run_ctx(*c); });
   }
 
   /// When the run failed, tells a transport that can (`tcp::abort`) so that the other processes stop
   /// at once instead of waiting for this one's shutdown barrier. Transports without `abort` are untouched.
+  bool has_error() {
+    std::lock_guard lk(mu_);
+    return error_ != nullptr;
+  }
   void abort_transport_on_error() {
     if constexpr (requires(T& t, const std::string& s) { t.abort(s); }) {
       std::exception_ptr e;
@@ -234,8 +366,9 @@ class system {
     }
   }
   bool all_on_threads() {
+    const int parties = static_cast<int>(workers_.size() + servers_.size() + (coord_ ? 1 : 0));
     std::atomic<int> ok{0};
-    std::atomic<int> pending{static_cast<int>(workers_.size() + servers_.size())};
+    std::atomic<int> pending{parties};
     std::mutex m;
     std::condition_variable cv;
     auto note = [&](bool good) {
@@ -245,20 +378,24 @@ class system {
     for (auto& ws : workers_)
       asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->program && ws->program->done() && ws->finished); });
     for (auto& s : servers_)
-      asio::post(s->ctx, [&, s = s.get()] { note(s->shard->min_clock() == server_shard::finished); });
+      asio::post(s->ctx, [&, s = s.get()] { note(s->shard->runs_finished() >= runs_); });
+    if (coord_) asio::post(coord_->ctx, [&, c = coord_.get()] { note(c->program && c->program->done() && c->finished); });
     std::unique_lock l(m);
     cv.wait(l, [&] { return pending == 0; });
-    return ok == static_cast<int>(workers_.size() + servers_.size());
+    return ok == parties;
   }
 
   void stop_threads() {
+    stopped_ = true;
     transport_.stop();
     for (auto& s : servers_) s->ctx.stop();
     for (auto& w : workers_) w->ctx.stop();
+    if (coord_) coord_->ctx.stop();
     for (auto& s : servers_)
       if (s->thread.joinable()) s->thread.join();
     for (auto& w : workers_)
       if (w->thread.joinable()) w->thread.join();
+    if (coord_ && coord_->thread.joinable()) coord_->thread.join();
   }
 
   system_config cfg_;
@@ -270,6 +407,10 @@ class system {
   std::vector<std::function<void(worker&)>> worker_setup_;
   std::vector<std::unique_ptr<server_slot>> servers_;
   std::vector<std::unique_ptr<worker_slot>> workers_;
+  std::unique_ptr<coordinator_slot> coord_;  // on node 0's process
+  std::unique_ptr<task<>> fetch_;            // the last remote row read (system::row)
+  std::uint64_t runs_ = 0;
+  bool failed_ = false, clear_tables_ = false, stopped_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t progress_ = 0;

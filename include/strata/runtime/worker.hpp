@@ -8,6 +8,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -19,7 +20,7 @@
 #include "../table/table.hpp"
 #include "../wire/messages.hpp"
 #include "params.hpp"
-#include "server.hpp"
+#include "actor.hpp"
 #include "task.hpp"
 
 namespace strata {
@@ -42,26 +43,41 @@ struct worker_stats {
   }
 };
 
+/// A reduction for `worker::all_reduce`: adds numbers, and vectors element-wise (the shorter one is
+/// taken as padded with zeros).
+struct sum {
+  template <class T>
+  T operator()(T a, const T& b) const {
+    if constexpr (requires { a.size(); a.resize(0); a[0] += b[0]; }) {
+      if (a.size() < b.size()) a.resize(b.size());
+      for (std::size_t i = 0; i < b.size(); ++i) a[i] += b[i];
+      return a;
+    } else {
+      return a + b;
+    }
+  }
+};
+
 /// A worker's handle on the parameter server. Its methods run on the worker's own thread, where
 /// its coroutines run and its messages are delivered, so nothing here takes a lock.
 ///
 /// References returned by `get` stay valid until the worker's next `co_await`.
-class worker {
+class worker : public actor {
  public:
-  worker(worker_id id, worker_map wm, model_params mp, send_fn send)
-      : id_(id), wm_(wm), mp_(mp), send_(std::move(send)), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
+  worker(worker_id id, worker_map wm, model_params mp, send_fn send, std::size_t max_message = 16u << 20)
+      : actor(wm.of(id), wm, std::move(send), max_message), id_(id), wm_(wm), mp_(mp), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
         inflight_mass_(wm.nodes), oplog_mass_(wm.nodes, 0.0), oplog_incs_(wm.nodes, 0) {
     bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
     value_bounded_ = std::isfinite(bound_);
   }
-  worker(const worker&) = delete;
-  worker& operator=(const worker&) = delete;
 
   worker_id id() const noexcept { return id_; }
-  std::uint32_t num_workers() const noexcept { return wm_.workers(); }
   /// The worker's clock: the number of clock() calls so far.
   clock_type current_clock() const noexcept { return clock_; }
-  const worker_stats& stats() const noexcept { return stats_; }
+  const worker_stats& stats() const noexcept {
+    stats_.wait_s = wait_seconds();
+    return stats_;
+  }
   const model_params& model() const noexcept { return mp_; }
   /// Sum of |delta| of this worker's increments not yet applied at their server shards; exactly 0
   /// when `unacked_increments() == 0` (value-bounded models only; 0 otherwise).
@@ -88,9 +104,9 @@ class worker {
   template <row_type R>
   class [[nodiscard]] get_awaiter {
    public:
-    get_awaiter(worker& w, client_table<R>& t, row_id r) : w_(w), t_(t), r_(r) {}
+    get_awaiter(worker& w, client_table<R>& t, row_id r, bool counted = true) : w_(w), t_(t), r_(r), counted_(counted) {}
     bool await_ready() {
-      w_.stats_.reads++;
+      if (counted_) w_.stats_.reads++;
       return prepare();
     }
     /// Looks the row up and sends its request if it is not fresh enough; true when it is.
@@ -99,11 +115,11 @@ class worker {
       return ready();
     }
     void await_suspend(std::coroutine_handle<> h) {
-      w_.stats_.waited_reads++;
+      if (counted_) w_.stats_.waited_reads++;
       w_.suspend(h, [this] { return ready(); });
     }
     const R& await_resume() {
-      w_.stats_.staleness.add((w_.clock_ - 1) - reflects());
+      if (counted_) w_.stats_.staleness.add((w_.clock_ - 1) - reflects());
       return e_->data;
     }
 
@@ -125,7 +141,7 @@ class worker {
       if (fresh()) return true;
       if (!e_->requested && !(w_.mp_.push == push_mode::on_min_clock && e_->valid)) {
         e_->requested = true;
-        w_.send_(endpoint{owner_of(t_.id(), r_, w_.wm_.nodes), 0},
+        w_.send_raw(endpoint{owner_of(t_.id(), r_, w_.wm_.nodes), 0},
                  wire::row_request{w_.id_, t_.id(), r_, need_, w_.mp_.push != push_mode::none});
       }
       return false;
@@ -133,6 +149,7 @@ class worker {
     worker& w_;
     client_table<R>& t_;
     row_id r_;
+    bool counted_;
     clock_type need_ = 0;
     typename client_table<R>::entry* e_ = nullptr;
   };
@@ -241,24 +258,80 @@ class worker {
 
   // ---- clock -------------------------------------------------------------------------------
 
-  struct [[nodiscard]] clock_awaiter {
-    worker& w;
-    bool await_ready() const noexcept { return !w.reschedule_; }
-    void await_suspend(std::coroutine_handle<> h) const { w.reschedule_(h); }
-    void await_resume() const noexcept {}
-  };
   /// Ends this worker's iteration: sends one message per server shard with the aggregated
   /// increments and the new clock. It does not wait for other workers (reads enforce the
   /// staleness bound); it only yields to the worker's thread, so that rows pushed or replied in
   /// the meantime are taken in before the next iteration.
-  clock_awaiter clock() {
+  yield_awaiter clock() {
     flush(true);
-    return {*this};
+    return yield();
   }
-  /// Lets the worker's thread take in rows pushed or replied meanwhile, then resumes.
-  clock_awaiter yield() { return {*this}; }
-  /// How the runtime resumes a coroutine later on the worker's thread (after queued messages).
-  void set_reschedule(std::function<void(std::coroutine_handle<>)> f) { reschedule_ = std::move(f); }
+
+  // ---- collectives --------------------------------------------------------------------------
+  // Every worker of the run must call the same collectives in the same order (a worker that
+  // finishes while others wait in one is reported as an error, not a hang). They travel through
+  // shard 0 over the run's transport: no sleeps, no polling.
+
+  template <class T>
+  class [[nodiscard]] gather_awaiter {
+   public:
+    gather_awaiter(worker& w, const T& x) : w_(w) {
+      round_ = ++w_.round_;
+      wire::gather g;
+      g.from = w_.id_;
+      g.round = round_;
+      wire::encode_value(x, g.payload.bytes);
+      if (g.payload.bytes.size() > w_.max_message())
+        throw error(errc::frame_too_large, "all_gather: worker " + std::to_string(w_.id_) + "'s value of " +
+                                               std::to_string(g.payload.bytes.size()) + " bytes exceeds the limit of " +
+                                               std::to_string(w_.max_message()) + " bytes");
+      w_.send_raw(w_.wm_.shard(0), std::move(g));
+    }
+    bool await_ready() const { return w_.gathered_.count(round_) > 0; }
+    void await_suspend(std::coroutine_handle<> h) {
+      w_.suspend(h, [this] { return w_.gathered_.count(round_) > 0; });
+    }
+    std::vector<T> await_resume() {
+      auto node = w_.gathered_.extract(round_);
+      std::vector<T> out(node.mapped().size());
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        try {
+          wire::decode_value(node.mapped()[i].bytes, out[i]);
+        } catch (const std::exception& e) {
+          throw error(errc::bad_frame, "all_gather: worker " + std::to_string(i) + "'s value does not decode: " + e.what());
+        }
+      }
+      return out;
+    }
+
+   private:
+    worker& w_;
+    std::uint64_t round_ = 0;
+  };
+  /// Every worker's `x` (any cereal-serialisable, default-constructible type), indexed by worker id,
+  /// on every worker.
+  template <class T>
+  gather_awaiter<T> all_gather(const T& x) {
+    return gather_awaiter<T>(*this, x);
+  }
+  /// `op` folded over every worker's `x` in worker-id order (the same result, bit for bit, on every
+  /// worker and every transport). `strata::sum{}` adds numbers and vectors element-wise.
+  template <class T, class Op>
+  task<T> all_reduce(T x, Op op) {
+    auto all = co_await all_gather(x);
+    T acc = std::move(all[0]);
+    for (std::size_t i = 1; i < all.size(); ++i) acc = op(std::move(acc), all[i]);
+    co_return acc;
+  }
+  /// Waits until every worker of the run has called `barrier()`, with every increment each made
+  /// before it applied at its shard; then drops this worker's cached rows, so reads after the
+  /// barrier see every such increment (under BSP: once it is in a complete clock; see README).
+  task<> barrier() {
+    flush(false);
+    if (!all_acked()) co_await until([this] { return all_acked(); });
+    (void)co_await all_gather(std::uint8_t{0});
+    for (auto& t : tables_) t->invalidate();
+  }
 
   // ---- runtime side ------------------------------------------------------------------------
 
@@ -270,9 +343,15 @@ class worker {
   }
 
   /// Handles a message delivered to this worker, then resumes coroutines whose wait is over.
-  void on_message(endpoint, wire::message&& m) {
+  void on_message(endpoint src, wire::message&& m) {
+    if (auto* a = std::get_if<wire::app>(&m)) return deliver_app(src, std::move(*a));
+    if (auto* g = std::get_if<wire::gathered>(&m)) {
+      if (g->parts.size() != wm_.workers()) throw error(errc::bad_frame, "collective result with a wrong number of parts");
+      gathered_[g->round] = std::move(g->parts);
+      return wake();
+    }
     auto* rows = std::get_if<wire::rows>(&m);
-    if (!rows) throw error(errc::bad_frame, "worker got a message that is not rows");
+    if (!rows) throw error(errc::bad_frame, "worker " + std::to_string(id_) + " got a message meant for a shard");
     const node_id s = rows->shard;
     if (s >= wm_.nodes) throw error(errc::bad_frame, "rows from unknown shard");
     auto& q = inflight_mass_[s];
@@ -324,6 +403,41 @@ class worker {
     finish_started_ = clock_now();
   }
 
+  /// Makes the worker new for another run of the same system: clock 0, empty cache, logs and
+  /// statistics (the shards are reset alongside). Call between runs, on the worker's thread.
+  void reset() {
+    clock_ = 0;
+    for (auto& t : tables_) t->reset();
+    std::fill(seq_.begin(), seq_.end(), 0);
+    std::fill(push_reflects_.begin(), push_reflects_.end(), no_clock);
+    for (auto& q : inflight_mass_) q.clear();
+    std::fill(oplog_mass_.begin(), oplog_mass_.end(), 0.0);
+    std::fill(oplog_incs_.begin(), oplog_incs_.end(), 0);
+    unacked_incs_ = 0;
+    inflight_total_ = oplog_total_ = 0;
+    inc_waiters_ = 0;
+    round_ = 0;
+    gathered_.clear();
+    spawned_.clear();
+    live_ = 0;
+    deferred_finish_ = {};
+    spawn_error_ = {};
+    finish_done_ = {};
+    stats_ = {};
+    reset_wait();
+    clear_inbox();
+  }
+
+  /// Reads the server's current value of row `r`, bypassing (and refreshing) the cache, without
+  /// counting a read: for reading a finished run's model from any process.
+  template <row_type R>
+  task<R> fetch(table_handle<R> h, row_id r) {
+    auto& t = table<R>(h);
+    if (auto* e = t.find(r)) e->valid = false, e->requested = false;
+    const R& row = co_await get_awaiter<R>(*this, t, r, false);
+    co_return row;
+  }
+
  private:
   template <class F>
   inc_awaiter<F> make_inc(double mass, node_id shard, F f) {
@@ -363,41 +477,27 @@ class worker {
       oplog_mass_[s] = 0;
       oplog_incs_[s] = 0;
       ++stats_.flushes;
-      send_(endpoint{s, 0}, std::move(f));
+      send_raw(endpoint{s, 0}, std::move(f));
     }
     oplog_total_ = 0;  // every shard's oplog went out (a skipped shard had none): exactly nothing left
   }
 
-  static double clock_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
-
-  struct waiter {
-    std::coroutine_handle<> h;
+  /// Parks the calling coroutine until `ready()` holds.
+  struct until_awaiter {
+    worker& w;
     std::function<bool()> ready;
-    double since;
+    bool await_ready() const { return ready(); }
+    void await_suspend(std::coroutine_handle<> h) { w.suspend(h, ready); }
+    void await_resume() const noexcept {}
   };
-  void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
-    waiters_.push_back({h, std::move(ready), clock_now()});
-  }
-  void wake() {
-    for (bool again = true; again;) {
-      again = false;
-      for (std::size_t i = 0; i < waiters_.size(); ++i) {
-        if (!waiters_[i].ready()) continue;
-        auto h = waiters_[i].h;
-        stats_.wait_s += clock_now() - waiters_[i].since;
-        waiters_.erase(waiters_.begin() + static_cast<std::ptrdiff_t>(i));
-        h.resume();  // may add waiters or send: rescan from the start
-        again = true;
-        break;
-      }
-    }
+  until_awaiter until(std::function<bool()> ready) { return {*this, std::move(ready)}; }
+
+  void after_wake() override {
     // A coroutine still waits in inc: what others added meanwhile must be on its way, or no
     // acknowledgement would ever wake it.
     if (inc_waiters_ > 0 && unacked_incs_ > 0 && all_acked()) flush(false);
     if (finish_done_ && all_acked()) {
-      stats_.wait_s += clock_now() - finish_started_;
+      add_wait(clock_now() - finish_started_);
       std::exchange(finish_done_, {})();
     }
   }
@@ -405,7 +505,6 @@ class worker {
   worker_id id_;
   worker_map wm_;
   model_params mp_;
-  send_fn send_;
   clock_type clock_ = 0;
   double bound_;
   bool value_bounded_ = false;
@@ -423,15 +522,15 @@ class worker {
   std::uint64_t unacked_incs_ = 0;                         // oplog + in flight, every shard
   double inflight_total_ = 0, oplog_total_ = 0;
   int inc_waiters_ = 0;                                    // coroutines suspended in inc
-  std::vector<waiter> waiters_;
+  std::uint64_t round_ = 0;                                          // collectives started
+  std::map<std::uint64_t, std::vector<wire::blob>> gathered_;        // collective results by round
   std::function<void()> finish_done_;
-  std::function<void(std::coroutine_handle<>)> reschedule_;
   std::vector<std::unique_ptr<task<>>> spawned_;
   int live_ = 0;
   std::function<void()> deferred_finish_;
   std::exception_ptr spawn_error_;
   double finish_started_ = 0;
-  worker_stats stats_;
+  mutable worker_stats stats_;
 };
 
 }  // namespace strata

@@ -24,6 +24,10 @@ class client_table_base {
   virtual std::uint32_t flush_to(node_id shard, std::uint64_t seq, byte_writer& out) = 0;
   /// Forgets in-flight increments to `shard` with sequence numbers <= `acked` (now in the server's rows).
   virtual void ack(node_id shard, std::uint64_t acked) = 0;
+  /// Marks every cached row stale, so the next read of it asks its shard again.
+  virtual void invalidate() = 0;
+  /// Forgets everything: cache, oplog, in-flight increments (between runs).
+  virtual void reset() = 0;
   /// Takes a row from `shard` that holds the worker's flushes through the last ack.
   virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push) = 0;
 };
@@ -83,6 +87,15 @@ class client_table final : public client_table_base {
   void ack(node_id shard, std::uint64_t acked) override {
     auto& q = inflight_[shard];
     while (!q.empty() && q.front().first <= acked) q.pop_front();
+  }
+  void invalidate() override {
+    for (auto& [r, e] : cache_) e.valid = false, e.requested = false;
+  }
+  void reset() override {
+    cache_.clear();
+    for (auto& l : oplog_) l.clear();
+    for (auto& q : inflight_) q.clear();
+    ++epoch_;
   }
   void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push) override {
     R d = R::decode(in, width_);

@@ -26,6 +26,8 @@ class server_table_base {
   /// Appends the current row (zero row if never written) in wire form.
   virtual void encode(row_id row, byte_writer& out) = 0;
   virtual void subscribe(row_id row, worker_id w) = 0;
+  /// Between runs: drops held deltas and subscriptions, and the rows too when `clear_rows`.
+  virtual void reset(bool clear_rows) = 0;
   virtual const std::vector<worker_id>* subscribers(row_id row) const = 0;
   virtual std::size_t width() const noexcept = 0;
   /// Row ids stored on this shard.
@@ -61,6 +63,12 @@ class server_table final : public server_table_base {
   void subscribe(row_id row, worker_id w) override {
     auto& s = slot(row).subs;
     if (std::find(s.begin(), s.end(), w) == s.end()) s.push_back(w);
+  }
+  void reset(bool clear_rows) override {
+    pending_.clear();
+    if (clear_rows) rows_.clear();
+    else
+      for (auto& [r, e] : rows_) e.subs.clear();
   }
   const std::vector<worker_id>* subscribers(row_id row) const override {
     auto it = rows_.find(row);

@@ -17,7 +17,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 1;
+inline constexpr std::uint32_t protocol_version = 2;  // 2: app, gather, gathered, run_start messages
 
 /// Raw bytes that cereal writes as one contiguous block.
 struct blob {
@@ -75,8 +75,44 @@ struct rows {
   void serialize(Ar& ar) { ar(shard, reflects, acked_seq, push, count, payload); }
 };
 
-/// Any message of the parameter-server protocol.
-using message = std::variant<flush, row_request, rows>;
+/// Between workers and the coordinator: one user-defined message, cereal-encoded. `type` names the
+/// C++ type (runtime/messaging.hpp), so a receiver can keep messages of several types apart.
+struct app {
+  std::uint64_t type = 0;
+  blob payload;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(type, payload); }
+};
+
+/// Worker -> shard 0: this worker's contribution to collective number `round` (a barrier carries
+/// nothing; an all-gather the cereal-encoded value).
+struct gather {
+  worker_id from = 0;
+  std::uint64_t round = 0;
+  blob payload;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(from, round, payload); }
+};
+
+/// Shard 0 -> every worker: every worker's contribution to collective `round`, in worker-id order.
+struct gathered {
+  std::uint64_t round = 0;
+  std::vector<blob> parts;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(round, parts); }
+};
+
+/// Between shards, for runs after the first of a system: node `node` is reset and ready for run
+/// number `run` (to shard 0); every node is (from shard 0 to every shard).
+struct run_start {
+  node_id node = 0;
+  std::uint64_t run = 0;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(node, run); }
+};
+
+/// Any message of the protocol.
+using message = std::variant<flush, row_request, rows, app, gather, gathered, run_start>;
 
 }  // namespace wire
 }  // namespace strata

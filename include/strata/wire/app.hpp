@@ -22,7 +22,13 @@ namespace strata::wire {
 namespace detail {
 template <class T>
 constexpr std::string_view raw_type_name() noexcept {
-  return __PRETTY_FUNCTION__;  // names T; the same in every process built from the same program
+  // GCC and Clang spell T inside the function's name: "... [with T = ns::type; ...]" / "[T = ns::type]".
+  // The same in every process built from the same program.
+  std::string_view f = __PRETTY_FUNCTION__;
+  const auto at = f.find("T = ");
+  if (at == std::string_view::npos) return f;
+  f.remove_prefix(at + 4);
+  return f.substr(0, f.find_first_of(";]"));
 }
 constexpr std::uint64_t fnv1a(std::string_view s) noexcept {
   std::uint64_t h = 1469598103934665603ull;

@@ -46,6 +46,7 @@ struct options {
   int extra_width = 0;  // wider rows: a different signature, or frames over a small --max-frame
   int sleep_ms = 0;     // per clock, to make a run last (killed-peer test)
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
+  std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::cluster_options cluster;
 };
 
@@ -132,11 +133,98 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   return 0;
 }
 
+struct work {
+  std::uint32_t round = 0;
+  std::int64_t x = 0;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(round, x); }
+};
+struct answer {
+  std::uint32_t round = 0;
+  std::int64_t y = 0;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(round, y); }
+};
+
+/// --scenario runtime: two runs of one system. In each, workers add (id + 1) to column id of every
+/// row at every clock, answer the coordinator's rounds of work (coordinator on rank 0, workers on
+/// every process), meet in a barrier, and check all_reduce / all_gather. After each run every
+/// process reads every row, local or not, and checks the exact sums (tables kept across runs).
+template <class Model, class Transport>
+int run_runtime(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
+  const std::uint32_t P = nodes * o.wpn;
+  violations bad;
+  strata::system<Model, Transport> sys({.nodes = nodes, .workers_per_node = o.wpn}, std::move(tc));
+  auto t = sys.template add_table<counts>(P);
+  constexpr std::uint32_t rounds = 10;
+  try {
+    for (int run = 1; run <= 2; ++run) {
+      sys.run(
+          [&](strata::worker& w) -> strata::task<> {
+            const auto me = w.id();
+            if (me % o.wpn == 0) std::cout << "STARTED rank=" << rank << " run=" << run << std::endl;
+            for (int c = 0; c < o.clocks; ++c) {
+              for (int r = 0; r < o.rows; ++r) co_await w.inc(t, static_cast<strata::row_id>(r), me, static_cast<long>(me + 1));
+              co_await w.clock();
+            }
+            for (std::uint32_t k = 0; k < rounds; ++k) {
+              auto m = co_await w.receive<work>();
+              if (m.value.round != k || !m.from.is_coordinator()) bad.add("work out of order");
+              w.send(strata::peer::coordinator(), answer{k, m.value.x * (me + 1)});
+            }
+            co_await w.barrier();
+            const auto& row = co_await w.get(t, 0);
+            for (strata::col_id k = 0; k < P; ++k)
+              if (row.get(k) != static_cast<long>(run) * o.clocks * (k + 1)) bad.add("read after barrier misses updates");
+            const long all = co_await w.all_reduce(static_cast<long>(me + 1), strata::sum{});
+            if (all != static_cast<long>(P) * (P + 1) / 2) bad.add("all_reduce gave " + std::to_string(all));
+            const auto names = co_await w.all_gather(std::to_string(me));
+            for (std::uint32_t k = 0; k < P; ++k)
+              if (names.size() != P || names[k] != std::to_string(k)) bad.add("all_gather out of order");
+          },
+          [&](strata::coordinator& c) -> strata::task<> {
+            for (std::uint32_t k = 0; k < rounds; ++k) {
+              c.broadcast(work{k, static_cast<std::int64_t>(k + 1)});
+              std::int64_t sum = 0;
+              for (std::uint32_t i = 0; i < c.num_workers(); ++i) {
+                auto a = co_await c.receive<answer>();
+                if (a.value.round != k) bad.add("answer of another round");
+                sum += a.value.y;
+              }
+              if (sum != static_cast<std::int64_t>(k + 1) * P * (P + 1) / 2) bad.add("coordinator sum " + std::to_string(sum));
+            }
+          });
+      for (int r = 0; r < o.rows; ++r) {
+        const counts row = sys.row(t, static_cast<strata::row_id>(r));  // local or fetched from its process
+        for (std::uint32_t k = 0; k < P; ++k)
+          if (row.get(k) != static_cast<long>(run) * o.clocks * (k + 1))
+            bad.add("run " + std::to_string(run) + ": row " + std::to_string(r) + " column " + std::to_string(k) + " is " +
+                    std::to_string(row.get(k)));
+      }
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: " << e.what() << std::endl;
+    return 1;
+  }
+  std::cout << "RESULT rank=" << rank << " scenario=runtime runs=2" << (bad.count ? " VIOLATIONS" : " ok") << std::endl;
+  if (bad.count) {
+    std::cerr << "VIOLATION (" << bad.count << "): " << bad.first << std::endl;
+    return 2;
+  }
+  return 0;
+}
+
+template <class Model, class Transport>
+int run_scenario(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
+  if (o.scenario == "runtime") return run_runtime<Model, Transport>(o, nodes, std::move(tc), rank);
+  return run<Model, Transport>(o, nodes, std::move(tc), rank);
+}
+
 template <class Model>
 int dispatch_transport(const options& o) {
   if (o.transport == "inproc") {
     const std::uint32_t nodes = o.cluster.size.value_or(1);
-    return run<Model, strata::inproc>(o, nodes, {}, 0);
+    return run_scenario<Model, strata::inproc>(o, nodes, {}, 0);
   }
   strata::cluster cl;
   try {
@@ -145,7 +233,7 @@ int dispatch_transport(const options& o) {
     std::cerr << "ERROR: " << e.what() << std::endl;
     return 1;
   }
-  return run<Model, strata::tcp>(o, cl.size, cl.tcp_config, cl.rank);
+  return run_scenario<Model, strata::tcp>(o, cl.size, cl.tcp_config, cl.rank);
 }
 
 }  // namespace
@@ -162,6 +250,7 @@ int main(int argc, char** argv) {
   app.add_option("--extra-width", o.extra_width, "extra (unused) columns per row");
   app.add_option("--sleep-ms", o.sleep_ms, "sleep per clock");
   app.add_option("--throw-at", o.throw_at, "the first local worker throws at this clock");
+  app.add_option("--scenario", o.scenario, "plan (seeded workload) | runtime (roles, messages, collectives, repeated runs)");
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
   if (o.model == "bsp") return dispatch_transport<strata::bsp>(o);

@@ -428,6 +428,30 @@ TEST_CASE("tcp processes: ssp<2>, 3 processes, staleness <= 2 and nothing lost")
 TEST_CASE("tcp processes: essp<2>, 4 processes, staleness <= 2 and nothing lost") { run_model("essp2", 4); }
 TEST_CASE("tcp processes: async, 3 processes, nothing lost") { run_model("async", 3); }
 
+namespace {
+void run_runtime_scenario(const std::string& model, int n) {
+  if (!binary_present()) return;
+  scratch dir;
+  auto ps = start_nodes(dir, n, {"--model", model, "--scenario", "runtime", "--clocks", "6", "--rows", "7", "--wpn", "2"});
+  const bool finished = wait_all(ps, 30000ms);
+  INFO(describe(ps));
+  REQUIRE(finished);
+  for (auto& p : ps) {
+    CHECK(p.exit_code() == 0);
+    CHECK(contains(p.out(), "scenario=runtime runs=2 ok"));
+    CHECK(contains(p.out(), "run=2"));
+  }
+}
+}  // namespace
+
+TEST_CASE("tcp processes: coordinator messages, barrier, all_reduce, all_gather, two runs, every row read on every process (bsp, 3 processes)") {
+  run_runtime_scenario("bsp", 3);
+}
+TEST_CASE("tcp processes: the same under essp<2> and async (3 processes)") {
+  run_runtime_scenario("essp2", 3);
+  run_runtime_scenario("async", 3);
+}
+
 TEST_CASE("tcp processes: BSP gives the same final table as inproc") {
   if (!binary_present()) return;
   scratch dir;

@@ -137,7 +137,8 @@ class worker : public actor {
     /// waits, the read waits for what the new clock needs (the guarantee is for the clock at which
     /// the read returns). A request for an older need is answered first, then re-sent.
     bool ready() {
-      need_ = required_clock(w_.clock_, w_.mp_.staleness);
+      // A fetch (counted_ false) takes whatever the server holds now, whatever its clocks.
+      need_ = counted_ ? required_clock(w_.clock_, w_.mp_.staleness) : required_clock(0, unbounded);
       if (fresh()) return true;
       if (!e_->requested && !(w_.mp_.push == push_mode::on_min_clock && e_->valid)) {
         e_->requested = true;

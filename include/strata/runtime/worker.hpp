@@ -324,12 +324,18 @@ class worker : public actor {
     for (std::size_t i = 1; i < all.size(); ++i) acc = op(std::move(acc), all[i]);
     co_return acc;
   }
-  /// Waits until every worker of the run has called `barrier()`, with every increment each made
-  /// before it applied at its shard; then drops this worker's cached rows, so reads after the
-  /// barrier see every such increment (under BSP: once it is in a complete clock; see README).
+  /// Waits until every worker of the run has called `barrier()`, then drops this worker's cached
+  /// rows, so that reads after it see every increment any worker made before it. Under models that
+  /// apply updates on arrival, each worker first sends its pending increments and waits until its
+  /// shards have applied them. Under exact snapshots (BSP) an increment is visible from the clock
+  /// after its own, as always: a barrier does not complete a clock, so increments of the current
+  /// clock stay in the oplog until the next `clock()` (at the end of a run, after the last clock,
+  /// there are none).
   task<> barrier() {
-    flush(false);
-    if (!all_acked()) co_await until([this] { return all_acked(); });
+    if (!mp_.exact) {
+      flush(false);
+      if (!all_acked()) co_await until([this] { return all_acked(); });
+    }
     (void)co_await all_gather(std::uint8_t{0});
     for (auto& t : tables_) t->invalidate();
   }

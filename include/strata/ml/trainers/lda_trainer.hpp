@@ -371,7 +371,6 @@ lda_run train_lda(system<C, T>& sys, const lda_corpus& corpus, const lda_trainer
       if (local_error.empty()) local_error = !st.error.empty() ? st.error : word_error;
     }
     co_await red.publish(w, rec, fin);
-    co_await red.settle(w);
     if (red.collects(w)) {
       co_await red.collect(w, {});
       co_await read_totals();  // n_k (unchanged since the first settle)

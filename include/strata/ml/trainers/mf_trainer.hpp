@@ -299,7 +299,6 @@ mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating
     for (std::uint32_t b : iblocks) co_await load_h(b);
     const double fin[3] = {test_sq(), static_cast<double>(my_test.size()), static_cast<double>(my_updates)};
     co_await red.publish(w, rec, fin);
-    co_await red.settle(w);
     if (red.collects(w)) co_await red.collect(w, rmse);
   };
 

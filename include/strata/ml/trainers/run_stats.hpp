@@ -5,7 +5,7 @@
 /// worker that completes an iteration's last slot merges the slots and calls the progress
 /// callback. The recorder sees only the workers of its own process; `run_reducer` then brings
 /// every worker's slots (and a trainer's final partial sums) together through the parameter server
-/// itself, so the merged statistics are the same whether the workers share one process or not.
+/// runtime's collectives, so the merged statistics are the same whether the workers share one process or not.
 #include <strata/consistency/model.hpp>
 #include <strata/core/ids.hpp>
 #include <strata/runtime/task.hpp>
@@ -22,7 +22,6 @@
 #include <memory>
 #include <mutex>
 #include <span>
-#include <thread>
 #include <vector>
 
 namespace strata::ml {
@@ -78,6 +77,8 @@ class run_recorder {
     double elapsed_s = 0, objective = 0, metric_a = 0, metric_b = 0, wait_s = 0;
     std::uint64_t bytes_sent = 0;
     std::map<std::int64_t, std::uint64_t> staleness;
+    template <class Ar>
+    void serialize(Ar& ar) { ar(elapsed_s, objective, metric_a, metric_b, wait_s, bytes_sent, staleness); }
   };
 
   run_recorder(std::uint32_t workers, std::uint32_t iterations, std::function<std::uint64_t()> bytes_sent,
@@ -186,60 +187,26 @@ class run_recorder {
   clock::time_point t0_ = clock::now();
 };
 
-/// Brings a run's results together through the parameter server itself, from inside the worker
+/// Brings a run's results together with the runtime's collectives, from inside the worker
 /// program, so that a trainer gives the same figures whether its workers share one process
-/// (inproc) or live in several (tcp): `system::row` can read only rows of a local shard, and a
-/// run_recorder sees only its own process's workers.
-///
-/// Two tables are added (after the trainer's own, in the same order in every process):
-/// * a sync table, one row per node held by that node, counting the workers that reached each
-///   `settle` (unbounded models only);
-/// * a data table: row i (0..iterations) gets every worker's part of iteration i (sums, the
-///   per-worker elapsed time and process byte count, and a staleness histogram), and row
-///   iterations+1 the trainer's final partial sums (`publish`).
+/// (inproc) or live in several (tcp): a run_recorder sees only its own process's workers.
 ///
 /// The tail of a worker program:
 ///
 ///     co_await red.settle(w);                 // every worker's updates are in every read from here on
 ///     ... read the final rows, compute this worker's final partial sums ...
-///     co_await red.publish(w, rec, partials); // its per-iteration parts and its partials
-///     co_await red.settle(w);
-///     if (red.collects(w)) co_await red.collect(w, metric);  // one worker per process
+///     co_await red.publish(w, rec, partials); // all-gathers every worker's per-iteration parts and partials
+///     if (red.collects(w)) co_await red.collect(w, metric);  // one worker per process merges them
 ///
-/// `settle` guarantees that, after it returns, this worker's reads reflect every update that any
-/// worker made before its own `settle` (the same call, counted per worker):
-/// * bounded models (BSP, SSP, ESSP with staleness s): s + 1 clocks. After them a read needs
-///   rows reflecting clock (c + s + 1) - s - 1 = c, where c is the clock of the updates made
-///   before settle, and a server answers (or ESSP pushes) such a row only when every worker's
-///   flush of clock c is applied.
-/// * unbounded models (VAP, async): there is no clock bound, so a counter. The worker increments
-///   the sync row of every node and clocks: the clock's flush to shard n carries its pending
-///   updates to n's rows and its increment of n's sync row in one message, applied at once, and
-///   earlier flushes to n were applied before (per-pair FIFO). So when n's sync row counts every
-///   worker, every update to n's rows made before settle is applied. The worker then re-reads
-///   each node's sync row (yielding, so pushed rows are taken in) until it counts all workers.
-///   Under VAP/async every row a worker has read is subscribed and pushed to it on every change,
-///   and the push of shard n that carries the final count comes after (or with) the pushes of
-///   every row the counted flushes changed, on the same FIFO pair; a row not cached yet is
-///   requested and answered with the server's current value. So every read after settle sees
-///   the final values. (Note: acknowledgement alone is not enough to reason about, since a
-///   worker's updates to different shards travel on different connections; the per-shard
-///   counter is what makes "everybody's updates to shard n are in" observable.)
+/// `settle` is `worker::barrier()`: every worker arrives, each one's increments made before it are
+/// applied at their shards (under BSP: those of clocks every worker has completed, which at the end
+/// of a run is all of them), and cached rows are dropped, so later reads see the final values.
 class run_reducer {
  public:
   template <class System>
   run_reducer(System& sys, std::uint32_t iterations, std::size_t final_width)
       : nodes_(sys.config().nodes), wpn_(sys.config().workers_per_node), P_(nodes_ * wpn_), N_(iterations),
-        H_(iterations + 4), final_width_(final_width), width_(std::max<std::size_t>(first_hist() + H_, final_width)),
-        gen_(P_, 0) {
-    sync_ = sys.template add_table<dense_row<double>>(1);
-    data_ = sys.template add_table<dense_row<double>>(width_);
-    for (node_id n = 0; n < nodes_; ++n)
-      for (row_id r = 0;; ++r)
-        if (owner_of(sync_.id, r, nodes_) == n) {
-          node_row_.push_back(r);
-          break;
-        }
+        final_width_(final_width) {
     bool any = false;
     all_local_ = true;
     for (node_id n = 0; n < nodes_; ++n) {
@@ -258,84 +225,56 @@ class run_reducer {
   bool single_process() const noexcept { return all_local_; }
 
   /// See the class comment. Every worker of the run must call it the same number of times.
-  task<> settle(worker& w) {
-    const int s = w.model().staleness;
-    if (s != unbounded) {
-      for (int i = 0; i <= s; ++i) co_await w.clock();
-      co_return;
-    }
-    const double want = static_cast<double>(++gen_[w.id()]) * P_;
-    for (node_id n = 0; n < nodes_; ++n) co_await w.inc(sync_, node_row_[n], 0, 1.0);
-    co_await w.clock();
-    for (node_id n = 0; n < nodes_; ++n) prefetch_row(w, node_row_[n]);
-    for (node_id n = 0; n < nodes_; ++n)
-      for (;;) {
-        const auto& row = co_await w.get(sync_, node_row_[n]);
-        if (row[0] >= want - 0.5) break;
-        co_await w.yield();
-        std::this_thread::sleep_for(std::chrono::microseconds(50));  // a short wait, not a busy loop
-      }
-  }
+  task<> settle(worker& w) { co_await w.barrier(); }
 
-  /// Adds worker w's per-iteration parts (from the recorder of its process) and its final partial
-  /// sums (`final_values`, at most final_width of them) to the data table.
+  /// Every worker's per-iteration parts (from the recorder of its process) and final partial sums
+  /// (`final_values`, at most final_width of them), gathered on every worker; the collecting
+  /// worker of each process keeps them for `collect`. Every worker must call it.
   task<> publish(worker& w, const run_recorder& rec, std::span<const double> final_values) {
-    const worker_id p = w.id();
-    for (std::uint32_t it = 0; it <= N_; ++it) {
-      const auto& s = rec.part_of(p, it);
-      dense_row<double> d(width_);
-      d.inc(0, s.objective);
-      d.inc(1, s.metric_a);
-      d.inc(2, s.metric_b);
-      d.inc(3, s.wait_s);
-      d.inc(static_cast<col_id>(4 + p), s.elapsed_s);
-      d.inc(static_cast<col_id>(4 + P_ + p), static_cast<double>(s.bytes_sent));
-      for (auto [v, c] : s.staleness) d.inc(static_cast<col_id>(first_hist() + bin(v)), static_cast<double>(c));
-      co_await w.inc_row(data_, it, std::move(d));
-    }
-    dense_row<double> f(width_);
-    for (std::size_t i = 0; i < final_values.size() && i < final_width_; ++i) f.inc(static_cast<col_id>(i), final_values[i]);
-    co_await w.inc_row(data_, N_ + 1, std::move(f));
+    report mine;
+    mine.parts.reserve(N_ + 1);
+    for (std::uint32_t it = 0; it <= N_; ++it) mine.parts.push_back(rec.part_of(w.id(), it));
+    mine.finals.assign(final_values.begin(), final_values.begin() + static_cast<std::ptrdiff_t>(std::min(final_values.size(), final_width_)));
+    auto all = co_await w.all_gather(mine);
+    if (collects(w)) reports_ = std::move(all);
   }
 
   /// True for the one worker per process that should `collect`.
   bool collects(const worker& w) const noexcept { return w.id() == first_local_; }
 
-  /// Reads the data table (after a settle that follows every worker's publish) into
-  /// `iterations()` and `final_values()`; `metric(a, b)` makes the named metric from the summed
-  /// metric parts.
-  task<> collect(worker& w, const std::function<double(double, double)>& metric) {
-    for (row_id r = 0; r <= N_ + 1; ++r) prefetch_data(w, r);
+  /// Merges what `publish` gathered into `iterations()` and `final_values()`; `metric(a, b)` makes
+  /// the named metric from the summed metric parts. (A coroutine for the trainers' tails; it does
+  /// not wait.)
+  task<> collect(worker&, const std::function<double(double, double)>& metric) {
     iterations_.clear();
     for (std::uint32_t it = 0; it <= N_; ++it) {
-      const auto& row = co_await w.get(data_, it);
       iteration_stats st;
       st.iteration = it;
-      st.objective = row[0];
-      st.metric = metric ? metric(row[1], row[2]) : row[1] + row[2];
-      st.wait_s = row[3];
-      double bytes = 0;
+      double a = 0, b = 0, bytes = 0;
       for (node_id n = 0; n < nodes_; ++n) {
         double node_bytes = 0;
         for (std::uint32_t i = 0; i < wpn_; ++i) {
-          const worker_id q = n * wpn_ + i;
-          st.elapsed_s = std::max(st.elapsed_s, row[static_cast<col_id>(4 + q)]);
-          node_bytes = std::max(node_bytes, row[static_cast<col_id>(4 + P_ + q)]);
+          const auto& s = reports_.at(n * wpn_ + i).parts.at(it);
+          st.elapsed_s = std::max(st.elapsed_s, s.elapsed_s);
+          st.objective += s.objective;
+          a += s.metric_a;
+          b += s.metric_b;
+          st.wait_s += s.wait_s;
+          for (auto [v, c] : s.staleness) st.staleness[v] += c;
+          node_bytes = std::max(node_bytes, static_cast<double>(s.bytes_sent));
         }
         // One transport per process: in one process every worker reports the same counter.
         bytes = all_local_ ? std::max(bytes, node_bytes) : bytes + node_bytes;
       }
+      st.metric = metric ? metric(a, b) : a + b;
       st.bytes_sent = static_cast<std::uint64_t>(bytes);
-      for (std::uint32_t b = 0; b < H_; ++b) {
-        const double c = row[static_cast<col_id>(first_hist() + b)];
-        if (c > 0.5) st.staleness[static_cast<std::int64_t>(b) - 1] += static_cast<std::uint64_t>(c + 0.5);
-      }
       iterations_.push_back(std::move(st));
     }
-    const auto& f = co_await w.get(data_, N_ + 1);
     final_.assign(final_width_, 0.0);
-    for (std::size_t i = 0; i < final_width_; ++i) final_[i] = f[static_cast<col_id>(i)];
+    for (const auto& r : reports_)
+      for (std::size_t i = 0; i < r.finals.size() && i < final_width_; ++i) final_[i] += r.finals[i];
     collected_ = true;
+    co_return;
   }
 
   /// After the run: every worker's statistics per iteration (0..iterations), and the final sums.
@@ -344,22 +283,19 @@ class run_reducer {
   bool collected() const noexcept { return collected_; }
 
  private:
-  std::size_t first_hist() const noexcept { return 4 + 2 * std::size_t{P_}; }
-  /// Histogram bin of staleness v: bins hold -1, 0, 1, ..., H-2; larger values go to the last bin.
-  std::uint32_t bin(std::int64_t v) const noexcept {
-    return static_cast<std::uint32_t>(std::clamp<std::int64_t>(v + 1, 0, static_cast<std::int64_t>(H_) - 1));
-  }
-  void prefetch_row(worker& w, row_id r) { w.prefetch(sync_, r); }
-  void prefetch_data(worker& w, row_id r) { w.prefetch(data_, r); }
+  struct report {
+    std::vector<run_recorder::part> parts;  // iterations 0..N
+    std::vector<double> finals;
+    template <class Ar>
+    void serialize(Ar& ar) { ar(parts, finals); }
+  };
 
-  std::uint32_t nodes_, wpn_, P_, N_, H_;
-  std::size_t final_width_, width_;
-  table_handle<dense_row<double>> sync_{}, data_{};
-  std::vector<row_id> node_row_;
-  std::vector<std::uint32_t> gen_;  // per worker: settles done (each slot touched by its worker only)
+  std::uint32_t nodes_, wpn_, P_, N_;
+  std::size_t final_width_;
   worker_id first_local_ = 0;
   std::uint32_t local_count_ = 0;
   bool all_local_ = true;
+  std::vector<report> reports_;
   std::vector<iteration_stats> iterations_;
   std::vector<double> final_;
   bool collected_ = false;

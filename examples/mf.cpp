@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
     const std::string label = so.model_label();
     const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
 
-    auto res = ex::dispatch(so, [&]<class C, class T>(std::type_identity<C>, std::type_identity<T>, typename T::config tc) {
-      strata::system<C, T> sys(so.system_config(), std::move(tc));
+    auto res = ex::dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
+      strata::basic_system<T> sys(so.system_config(), so.model(), std::move(tc));
       return strata::ml::train_mf(sys, train, test, mo, [&](const strata::ml::iteration_stats& it) {
         char buf[320];
         std::snprintf(buf, sizeof buf, "mf %-12s iter %3u/%u  %7.2fs  test RMSE %.4f  staleness mean %.2f max %lld  wait %.2fs%s",

@@ -1,9 +1,10 @@
 #pragma once
-/// \file Maps the run-time --consistency and --transport flags onto strata's compile-time policy
-/// types, once, at the edge of an example: `dispatch(opts, f)` calls the generic lambda
-/// `f(std::type_identity<Consistency>{}, std::type_identity<Transport>{}, transport_config)`.
-/// SSP and ESSP use strata::dynamic_bound and VAP a negative V, so the bounds come from
-/// system_config (--staleness, --value-bound) and are not compiled in.
+/// \file Maps the run-time --transport flag onto strata's transport types, once, at the edge of an
+/// example: `dispatch(opts, f)` calls the generic lambda
+/// `f(std::type_identity<Transport>{}, transport_config)`. The --consistency flag maps onto a
+/// policy through the library (`strata::model_params::named`: bsp, ssp<dynamic_bound>,
+/// essp<dynamic_bound>, vap<-1.0>, async), so the bounds come from system_config (--staleness,
+/// --value-bound) and the trainer is compiled once per transport.
 ///
 /// Transports: inproc (threads of one process; --nodes in-process shards), delayed<inproc>
 /// (--delay / --straggler), tcp (one process per node, started by scripts/launch.sh, mpirun or
@@ -60,6 +61,8 @@ struct system_options {
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound};
   }
+  /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
+  strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }
   /// "essp s=2" etc.
   std::string model_label() const {
     if (consistency == "ssp" || consistency == "essp") return consistency + " s=" + std::to_string(staleness);
@@ -108,18 +111,9 @@ inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {
   strata::add_cluster_options(r, o);
 }
 
-/// Calls f with the chosen consistency type. Throws std::invalid_argument for an unknown name.
-template <class F>
-decltype(auto) with_consistency(const std::string& name, F&& f) {
-  if (name == "bsp") return f(std::type_identity<strata::bsp>{});
-  if (name == "ssp") return f(std::type_identity<strata::ssp<strata::dynamic_bound>>{});
-  if (name == "essp") return f(std::type_identity<strata::essp<strata::dynamic_bound>>{});
-  if (name == "vap") return f(std::type_identity<strata::vap<-1.0>>{});
-  if (name == "async") return f(std::type_identity<strata::async>{});
-  throw std::invalid_argument("unknown consistency model '" + name + "' (bsp|ssp|essp|vap|async)");
-}
-
-/// Calls f(type_identity<C>, type_identity<T>, T::config) for the chosen model and transport.
+/// Calls f(type_identity<T>, T::config) for the chosen transport; the consistency model is chosen
+/// at run time (`system_options::model()`), so a trainer is compiled once per transport, not once
+/// per (model, transport) pair.
 template <class F>
 decltype(auto) dispatch(const system_options& o, F&& f) {
   auto delays = [&o] {
@@ -138,22 +132,19 @@ decltype(auto) dispatch(const system_options& o, F&& f) {
     d.seed = o.seed + o.rank();  // each process draws its own delays
     return d;
   };
-  return with_consistency(o.consistency, [&]<class C>(std::type_identity<C> c) -> decltype(auto) {
-    if (o.transport == "inproc" && !o.delays())
-      return f(c, std::type_identity<strata::inproc>{}, strata::inproc::config{});
-    if (o.transport == "inproc" || o.transport == "delayed") {
-      using T = strata::delayed<strata::inproc>;
-      return f(c, std::type_identity<T>{}, T::config{{}, delays()});
-    }
-    if (o.is_tcp()) {
-      if (o.nodes != o.cluster.size || o.cluster.tcp_config.peers.size() != o.nodes)
-        throw std::invalid_argument("transport tcp: call system_options::resolve() after parsing the flags");
-      if (!o.delays()) return f(c, std::type_identity<strata::tcp>{}, strata::tcp::config(o.cluster.tcp_config));
-      using T = strata::delayed<strata::tcp>;
-      return f(c, std::type_identity<T>{}, T::config{o.cluster.tcp_config, delays()});
-    }
-    throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp)");
-  });
+  if (o.transport == "inproc" && !o.delays()) return f(std::type_identity<strata::inproc>{}, strata::inproc::config{});
+  if (o.transport == "inproc" || o.transport == "delayed") {
+    using T = strata::delayed<strata::inproc>;
+    return f(std::type_identity<T>{}, T::config{{}, delays()});
+  }
+  if (o.is_tcp()) {
+    if (o.nodes != o.cluster.size || o.cluster.tcp_config.peers.size() != o.nodes)
+      throw std::invalid_argument("transport tcp: call system_options::resolve() after parsing the flags");
+    if (!o.delays()) return f(std::type_identity<strata::tcp>{}, strata::tcp::config(o.cluster.tcp_config));
+    using T = strata::delayed<strata::tcp>;
+    return f(std::type_identity<T>{}, T::config{o.cluster.tcp_config, delays()});
+  }
+  throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp)");
 }
 
 }  // namespace strata::examples

@@ -16,7 +16,9 @@ struct async;
 class inproc;
 template <class T>
 class delayed;
-template <class C, class T>
+template <class T>
+class basic_system;
+template <class... Options>
 class system;
 class worker;
 template <class T>

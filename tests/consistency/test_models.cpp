@@ -8,6 +8,7 @@
 #include "../support/ps_plan.hpp"
 
 #include <array>
+#include <chrono>
 #include <barrier>
 #include <cstdlib>
 #include <limits>
@@ -16,6 +17,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -250,4 +252,109 @@ TEST_CASE("several coroutines per worker thread share its cache and clock; nothi
   for (strata::row_id k = 0; k < 3; ++k)
     for (strata::col_id w = 0; w < 4; ++w) CHECK(sys.row(t, k).get(w) == 50);
   CHECK(sys.row(t, 3).get(2) == 10);
+}
+
+// ---- policies beyond the five: the hooks of consistency_model ------------------------------------
+
+namespace {
+/// SSP(S) reads; the server pushes changed rows only when the minimum clock reaches a multiple of K.
+template <int K, int S>
+struct push_every {
+  using consistency_tag = void;
+  static constexpr int staleness = S;
+  static constexpr strata::push_mode push = strata::push_mode::on_min_clock;
+  static constexpr bool push_at(strata::clock_type m) { return m % K == 0; }
+  static constexpr bool exact_snapshots = false;
+  static constexpr double value_bound = std::numeric_limits<double>::infinity();
+  static constexpr const char* name() noexcept { return "push_every"; }
+};
+/// A staleness bound per table: table 0 is read BSP-fresh (s = 0), the others with s = 3.
+struct per_table {
+  using consistency_tag = void;
+  static constexpr int staleness = 3;  // the largest bound over tables
+  static constexpr int staleness_of(strata::table_id t) { return t == 0 ? 0 : 3; }
+  static constexpr strata::push_mode push = strata::push_mode::none;
+  static constexpr bool exact_snapshots = false;
+  static constexpr double value_bound = std::numeric_limits<double>::infinity();
+  static constexpr const char* name() noexcept { return "per_table"; }
+};
+static_assert(strata::consistency_model<push_every<3, 2>> && strata::consistency_model<per_table>);
+static_assert(strata::push_at<push_every<3, 2>>(6) && !strata::push_at<push_every<3, 2>>(7));
+static_assert(strata::push_at<strata::essp<2>>(7) && !strata::push_at<strata::ssp<2>>(6));
+static_assert(strata::staleness_of<per_table>(0) == 0 && strata::staleness_of<per_table>(1) == 3);
+
+// Named options fold onto defaults, in any order.
+using opt1 = strata::system<strata::options::transport<strata::delayed<strata::inproc>>, strata::options::consistency<strata::essp<2>>>;
+static_assert(std::is_same_v<opt1::consistency, strata::essp<2>> && std::is_same_v<opt1::transport_type, strata::delayed<strata::inproc>>);
+static_assert(std::is_same_v<strata::system<>::consistency, strata::bsp> && std::is_same_v<strata::system<>::transport_type, strata::inproc>);
+static_assert(std::is_same_v<strata::system<strata::delayed<strata::inproc>, strata::async>::consistency, strata::async>);
+static_assert(std::is_base_of_v<strata::basic_system<strata::inproc>, strata::system<strata::essp<1>>>);
+}  // namespace
+
+TEST_CASE("a push-every-k-clocks policy keeps SSP's bound, and its pushes come only at multiples of k") {
+  for (std::uint64_t seed : {4u, 8u}) {
+    plan pl(4, 25, 6, seed);
+    violations bad;
+    run_plan<push_every<3, 2>, strata::delayed<strata::inproc>>(pl, bad, delays(seed));
+    run_plan<push_every<3, 2>>(pl, bad);
+    INFO(bad.first);
+    CHECK(bad.count == 0);
+  }
+  // A reader with a loose bound (s = 10) never asks again after its first read: whatever its cached
+  // row reflects later came by push, so it is k*3 - 1 for some k.
+  strata::system<push_every<3, 10>> sys({.nodes = 2, .workers_per_node = 2});
+  auto t = sys.add_table<counts>(4);
+  std::barrier<> lockstep(4);
+  std::vector<strata::clock_type> seen;
+  strata::clock_type first = -2;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    for (int c = 0; c < 30; ++c) {
+      lockstep.arrive_and_wait();
+      co_await w.inc(t, 0, w.id(), 1L);
+      co_await w.clock();
+      if (w.id() != 0) continue;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      co_await w.yield();  // take in pushes
+      (void)co_await w.get(t, 0);
+      const auto r = w.reflects(t, 0);
+      if (first == -2) first = r;
+      else seen.push_back(r);
+    }
+  });
+  bool moved = false;
+  for (auto r : seen) {
+    CHECK(((r + 1) % 3 == 0 || r == first));
+    moved = moved || r > first;
+  }
+  CHECK(moved);  // pushes did come
+}
+
+TEST_CASE("a per-table staleness policy bounds each table's reads by its own bound; nothing lost") {
+  strata::system<per_table, strata::delayed<strata::inproc>> sys({.nodes = 2, .workers_per_node = 2}, delays(21));
+  auto fresh = sys.add_table<counts>(4);
+  auto loose = sys.add_table<counts>(4);
+  std::atomic<int> bad_fresh{0}, bad_loose{0};
+  std::atomic<long> loose_lag{0};
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    for (int c = 0; c < 30; ++c) {
+      const auto& a = co_await w.get(fresh, 0);
+      for (strata::col_id k = 0; k < 4; ++k)
+        if (k != w.id() && a.get(k) < c) bad_fresh++;  // every other worker's clocks < c are in
+      const auto& b = co_await w.get(loose, 0);
+      for (strata::col_id k = 0; k < 4; ++k) {
+        if (k != w.id() && b.get(k) < c - 3) bad_loose++;  // clocks <= c - 4 are in
+        if (k != w.id()) loose_lag = std::max<long>(loose_lag, c - b.get(k));
+      }
+      co_await w.inc(fresh, 0, w.id(), 1L);
+      co_await w.inc(loose, 0, w.id(), 1L);
+      co_await w.clock();
+    }
+  });
+  CHECK(bad_fresh == 0);
+  CHECK(bad_loose == 0);
+  MESSAGE("largest lag seen on the loose table: " << loose_lag.load() << " clocks (bound 3)");
+  for (strata::col_id k = 0; k < 4; ++k) {
+    CHECK(sys.row(fresh, 0).get(k) == 30);
+    CHECK(sys.row(loose, 0).get(k) == 30);
+  }
 }

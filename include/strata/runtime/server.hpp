@@ -169,6 +169,7 @@ class server_shard {
     pending_seq_.clear();
     parked_.clear();
     dirty_.clear();
+    unpushed_.clear();
     collectives_.clear();
     for (auto& t : tables_) t->reset(clear_tables);
   }
@@ -219,9 +220,15 @@ class server_shard {
     } else {
       changed.swap(dirty_);
     }
+    // Rows changed since the last push wait for the next advance the policy pushes at.
+    const bool eager = mp_.pushes_at(min_);
+    if (mp_.push == push_mode::on_min_clock) {
+      unpushed_.insert(unpushed_.end(), changed.begin(), changed.end());
+      changed.clear();
+      if (eager) changed.swap(unpushed_);
+    }
     std::sort(changed.begin(), changed.end());
     changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
-    const bool eager = mp_.push == push_mode::on_min_clock;
     for (worker_id w = 0; w < wm_.workers(); ++w) {
       const bool subscribed = eager && has_subs_[w] && clock_[w] != finished;
       if (!acked[w] && !subscribed) continue;
@@ -291,6 +298,7 @@ class server_shard {
   std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
   std::vector<wire::row_request> parked_;
   std::vector<std::pair<table_id, row_id>> dirty_;  // applied since the last push (ESSP, applied at once)
+  std::vector<std::pair<table_id, row_id>> unpushed_;  // changed, waiting for an advance that pushes
   struct collective {
     std::vector<wire::blob> parts;
     std::vector<bool> have;

@@ -24,6 +24,7 @@
 #include "../transport/inproc.hpp"
 #include "../transport/transport.hpp"
 #include "coordinator.hpp"
+#include "options.hpp"
 #include "params.hpp"
 #include "server.hpp"
 #include "task.hpp"
@@ -42,22 +43,23 @@ namespace strata {
 /// `run` may be called again: the next run starts every worker at clock 0 with an empty cache
 /// and keeps the tables' rows (`clear_tables()` before it starts from zero rows). Every process of
 /// a multi-process run must make the same sequence of runs.
-template <class C, class T = inproc>
-class system {
-  static_assert(detail::check_consistency_model<C>());
-  static_assert(transport<T>, "strata::system<C, T>: T must model strata::transport");
+template <class T>
+class basic_system {
+  static_assert(transport<T>, "strata::basic_system<T>: T must model strata::transport");
 
  public:
-  using consistency = C;
   using transport_type = T;
 
-  explicit system(system_config cfg, typename T::config tcfg = {})
-      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(model_params::of<C>(cfg)), transport_(std::move(tcfg)) {
+  /// A system whose consistency model is given at run time (`model_params::of<C>(cfg)`, or
+  /// `model_params::named("essp", cfg)`): one instantiation of the runtime, and of the program
+  /// that uses it, for every model.
+  basic_system(system_config cfg, model_params mp, typename T::config tcfg = {})
+      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(mp), transport_(std::move(tcfg)) {
     if (cfg.nodes == 0 || cfg.workers_per_node == 0) throw error(errc::bad_input, "system needs >= 1 node and worker");
   }
-  system(const system&) = delete;
-  system& operator=(const system&) = delete;
-  ~system() { stop_threads(); }
+  basic_system(const basic_system&) = delete;
+  basic_system& operator=(const basic_system&) = delete;
+  ~basic_system() { stop_threads(); }
 
   /// The program a run without a coordinator gives the coordinator.
   static task<> no_coordinator(coordinator&) { co_return; }
@@ -415,6 +417,22 @@ class system {
   std::condition_variable cv_;
   std::uint64_t progress_ = 0;
   std::exception_ptr error_;
+};
+
+/// A system composed from policy types: `system<essp<2>>`, `system<essp<2>, tcp>`, or named
+/// options in any order, `system<options::transport<tcp>, options::consistency<bsp>>`. What is not
+/// named takes its default (`bsp`, `inproc`). The runtime underneath is `basic_system<T>`, shared
+/// by every consistency model.
+template <class... Options>
+class system : public basic_system<typename detail::resolve_options<Options...>::transport> {
+  using resolved = detail::resolve_options<Options...>;
+
+ public:
+  using consistency = typename resolved::consistency;
+  using transport_type = typename resolved::transport;
+
+  explicit system(system_config cfg, typename transport_type::config tcfg = {})
+      : basic_system<transport_type>(cfg, model_params::of<consistency>(cfg), std::move(tcfg)) {}
 };
 
 }  // namespace strata

@@ -138,9 +138,9 @@ class worker : public actor {
     /// the read returns). A request for an older need is answered first, then re-sent.
     bool ready() {
       // A fetch (counted_ false) takes whatever the server holds now, whatever its clocks.
-      need_ = counted_ ? required_clock(w_.clock_, w_.mp_.staleness) : required_clock(0, unbounded);
+      need_ = counted_ ? required_clock(w_.clock_, w_.mp_.staleness_for(t_.id())) : required_clock(0, unbounded);
       if (fresh()) return true;
-      if (!e_->requested && !(w_.mp_.push == push_mode::on_min_clock && e_->valid)) {
+      if (!e_->requested && !(w_.mp_.pushes_every_advance() && e_->valid)) {
         e_->requested = true;
         w_.send_raw(endpoint{owner_of(t_.id(), r_, w_.wm_.nodes), 0},
                  wire::row_request{w_.id_, t_.id(), r_, need_, w_.mp_.push != push_mode::none});

@@ -86,8 +86,8 @@ inline float mf_init(std::uint64_t seed, std::uint32_t table, std::uint64_t e, s
 
 /// Trains MF on `train` with the parameter-server system `sys` (tables are added here; run once).
 /// `on_iteration` (optional) is called once per completed iteration, from a worker thread.
-template <class C, class T>
-mf_run train_mf(system<C, T>& sys, const io::rating_set& train, const io::rating_set& test,
+template <class T>
+mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test,
                 const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   const std::uint32_t R = o.rank, W1 = R + 1, B = std::max<std::uint32_t>(1, o.block);

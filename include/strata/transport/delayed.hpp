@@ -108,7 +108,9 @@ class delayed {
         continue;
       }
       if (running_ && q_.top().due > clock::now()) {
-        cv_.wait_until(lk, q_.top().due);
+        // A copy: wait_until keeps reading its deadline while send() may grow (move) the queue.
+        const clock::time_point due = q_.top().due;
+        cv_.wait_until(lk, due);
         continue;
       }
       item it = std::move(const_cast<item&>(q_.top()));

@@ -2,6 +2,7 @@
 /// \file The messages workers and server shards exchange, with cereal serialization for the wire.
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,6 +19,20 @@ namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
 inline constexpr std::uint32_t protocol_version = 2;  // 2: app, gather, gathered, run_start messages
+
+namespace detail {
+/// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it
+/// straight into a bool would be undefined behaviour).
+template <class Ar>
+void flag(Ar& ar, bool& b) {
+  std::uint8_t v = b ? 1 : 0;
+  ar(v);
+  if constexpr (Ar::is_loading::value) {
+    if (v > 1) throw std::runtime_error("flag byte " + std::to_string(v) + " is neither 0 nor 1");
+    b = v == 1;
+  }
+}
+}  // namespace detail
 
 /// Raw bytes that cereal writes as one contiguous block.
 struct blob {
@@ -47,7 +62,11 @@ struct flush {
   std::uint32_t count = 0;
   blob payload;
   template <class Ar>
-  void serialize(Ar& ar) { ar(from, seq, tag, new_clock, done, count, payload); }
+  void serialize(Ar& ar) {
+    ar(from, seq, tag, new_clock);
+    detail::flag(ar, done);
+    ar(count, payload);
+  }
 };
 
 /// Worker -> shard: send me this row once it reflects every update through `need`.
@@ -58,7 +77,10 @@ struct row_request {
   clock_type need = 0;
   bool subscribe = false;         ///< register for pushes (ESSP, VAP, async)
   template <class Ar>
-  void serialize(Ar& ar) { ar(from, table, row, need, subscribe); }
+  void serialize(Ar& ar) {
+    ar(from, table, row, need);
+    detail::flag(ar, subscribe);
+  }
 };
 
 /// Shard -> worker: rows (a reply or a push) and the acknowledgement of the worker's flushes.
@@ -72,7 +94,11 @@ struct rows {
   std::uint32_t count = 0;
   blob payload;
   template <class Ar>
-  void serialize(Ar& ar) { ar(shard, reflects, acked_seq, push, count, payload); }
+  void serialize(Ar& ar) {
+    ar(shard, reflects, acked_seq);
+    detail::flag(ar, push);
+    ar(count, payload);
+  }
 };
 
 /// Between workers and the coordinator: one user-defined message, cereal-encoded. `type` names the

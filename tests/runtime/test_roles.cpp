@@ -4,6 +4,8 @@
 
 #include <strata/strata.hpp>
 
+#include "../support/deadline.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,16 +17,7 @@
 
 namespace {
 
-template <class F>
-void within(std::chrono::seconds limit, const char* what, F&& f) {
-  auto fut = std::async(std::launch::async, std::forward<F>(f));
-  if (fut.wait_for(limit) == std::future_status::timeout) {
-    std::fprintf(stderr, "HANG: %s did not finish within %lld s\n", what, static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-  fut.get();
-}
+using strata_test::within;
 
 struct work_item {
   std::uint32_t round = 0;

@@ -7,6 +7,8 @@
 
 #include <strata/strata.hpp>
 
+#include "../support/deadline.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,18 +20,7 @@
 
 namespace {
 
-/// Runs `f` on a thread; if it has not returned after `limit`, reports the hang and ends the test
-/// process (a system whose workers wait forever cannot be torn down from outside).
-template <class F>
-void within(std::chrono::seconds limit, const char* what, F&& f) {
-  auto fut = std::async(std::launch::async, std::forward<F>(f));
-  if (fut.wait_for(limit) == std::future_status::timeout) {
-    std::fprintf(stderr, "HANG: %s did not finish within %lld s\n", what, static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-  fut.get();  // rethrows a failure
-}
+using strata_test::within;
 
 using drow = strata::dense_row<double>;
 

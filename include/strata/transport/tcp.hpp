@@ -82,6 +82,7 @@
 
 #include "../core/error.hpp"
 #include "../wire/frame.hpp"
+#include "../wire/handshake.hpp"
 #include "transport.hpp"
 
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frames (its own operator new

@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <strata/transport/detail/tcp_handshake.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
+#include <strata/wire/frame.hpp>
+#include <strata/wire/handshake.hpp>
 
 #include <asio/buffer.hpp>
 #include <asio/co_spawn.hpp>

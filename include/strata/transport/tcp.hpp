@@ -47,6 +47,7 @@
 /// delivering and sending while it waits, up to peer_timeout, for a bye from every peer, (3) lets
 /// each writer drain its queue and shut down its sending side, (4) waits, bounded, for the peers'
 /// end of file, then closes. A process leaves only after every peer has said its run is over.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -5,6 +5,8 @@
 #include <stdexcept>
 
 #include <strata/wire/frame.hpp>
+#include <strata/wire/handshake.hpp>
+#include <strata/wire/sha256.hpp>
 
 #include <cereal/archives/binary.hpp>
 

@@ -1,0 +1,257 @@
+#pragma once
+/// \file Connecting the TCP transport: `tcp_start` (the body of tcp::start) listens, dials every
+/// lower rank (the higher rank dials, so there is never a pair of crossing connections), accepts
+/// the higher ones, and waits until every peer has completed its handshake. `connect_peer` runs
+/// the handshake (tcp_handshake.hpp) on a new connection and acts on its result: log and close,
+/// fail the run, refuse an accepted rank that should not connect, or adopt the connection as the
+/// peer's and start its reader and writer.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include <asio/awaitable.hpp>
+#include <asio/buffer.hpp>
+#include <asio/connect.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+
+#include "../../core/error.hpp"
+#include "../../core/ids.hpp"
+#include "../../wire/frame.hpp"
+#include "../../wire/handshake.hpp"
+#include "../transport.hpp"
+#include "tcp_handshake.hpp"
+#include "tcp_liveness.hpp"
+#include "tcp_peer.hpp"
+#include "tcp_reader.hpp"
+#include "tcp_session.hpp"
+#include "tcp_state.hpp"
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace strata::detail {
+
+/// Opens the listening socket on listen_address and this rank's port. Throws strata::error.
+inline void open_listener(tcp_state& s) {
+  std::error_code ec;
+  const auto& host = s.cfg.listen_address;
+  const auto port = s.cfg.peers[s.cfg.rank].second;
+  asio::ip::tcp::endpoint ep;
+  auto addr = asio::ip::make_address(host, ec);
+  if (!ec) {
+    ep = {addr, port};
+  } else {
+    asio::ip::tcp::resolver res(s.io);
+    auto r = res.resolve(host, std::to_string(port), ec);
+    if (ec || r.empty())
+      throw error(errc::bad_input, "tcp rank " + std::to_string(s.cfg.rank) + ": cannot resolve listen address '" +
+                                       host + "': " + ec.message());
+    ep = r.begin()->endpoint();
+  }
+  auto bad = [&](const char* step) {
+    return error(errc::bad_input, "tcp rank " + std::to_string(s.cfg.rank) + ": cannot " + step + " " + host + ":" +
+                                      std::to_string(port) + ": " + ec.message());
+  };
+  s.acceptor.open(ep.protocol(), ec);
+  if (ec) throw bad("open");
+  s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  s.acceptor.bind(ep, ec);
+  if (ec) throw bad("listen on");
+  s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) throw bad("listen on");
+}
+
+/// Handshakes a new connection and, when it matches, makes it the peer's. `expect` is the rank
+/// dialed (nullopt for an accepted connection).
+inline asio::awaitable<handshake_status> connect_peer(tcp_state& s, std::shared_ptr<tcp_conn> c,
+                                                      std::optional<node_id> expect) {
+  std::error_code ec;
+  c->sock.set_option(asio::ip::tcp::no_delay(true), ec);
+  {
+    auto ep = c->sock.remote_endpoint(ec);
+    c->remote = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+  std::erase_if(s.pending, [](const std::weak_ptr<tcp_conn>& w) { return w.expired(); });
+  s.pending.push_back(c);
+  // A connection that does not complete its handshake in time is closed (a silent stray client).
+  // The timer holds only weak references, so nothing here touches the state after stop().
+  auto done = std::make_shared<bool>(false);
+  auto guard = std::make_shared<asio::steady_timer>(s.io, s.cfg.connect_timeout);
+  guard->async_wait([w = std::weak_ptr<tcp_conn>(c), done, guard](std::error_code e) {
+    if (e || *done) return;
+    std::error_code ig;
+    if (auto c = w.lock()) c->sock.close(ig);
+  });
+
+  handshake_options o;
+  o.secret = s.cfg.secret;
+  o.max_frame = s.cfg.max_frame;
+  o.expect = expect;
+  o.remote = c->remote;
+  o.who = [&s](node_id r) { return s.who(r); };
+  o.bytes_sent = &s.bytes;
+  const handshake_result hs = co_await handshake(c->sock, c->rx, s.hello, std::move(o));
+  switch (hs.status) {
+    case handshake_status::retry:
+      if (!hs.what.empty()) s.log_line(hs.what);
+      co_return handshake_status::retry;
+    case handshake_status::rejected: {
+      s.log_line(hs.what);
+      std::error_code ig;
+      c->sock.close(ig);
+      co_return handshake_status::rejected;
+    }
+    case handshake_status::fatal: s.fail(hs.ec, hs.what); co_return handshake_status::fatal;
+    case handshake_status::ok: break;
+  }
+
+  const node_id r = hs.peer.rank;
+  if (!expect) {
+    std::string refuse;
+    if (r >= s.world) refuse = "rank " + std::to_string(r) + " is out of range";
+    else if (r == s.cfg.rank) refuse = "rank " + std::to_string(r) + " is this process's own rank (two processes with one rank?)";
+    else if (r < s.cfg.rank) refuse = "rank " + std::to_string(r) + " should be dialed by this rank, not dial it";
+    else if (s.peers[r]->c) refuse = "rank " + std::to_string(r) + " is already connected";
+    if (!refuse.empty()) {
+      const std::string peer_name = (r < s.world ? s.who(r) : "rank " + std::to_string(r)) + " connected from " + c->remote;
+      s.log_line("refusing " + peer_name + ": " + refuse);
+      auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{s.cfg.rank, 0}, 0,
+                                   wire::abort_notice{static_cast<std::int32_t>(errc::config_mismatch), refuse});
+      co_await asio::async_write(c->sock, asio::buffer(ab), redirect(ec));
+      std::error_code ig;
+      c->sock.close(ig);
+      co_return handshake_status::rejected;
+    }
+  }
+  if (s.failed_now() || s.stopping) co_return handshake_status::fatal;
+
+  *done = true;
+  tcp_peer& p = *s.peers[r];
+  p.c = c;
+  p.last_rx = tcp_state::clock::now();
+  {
+    std::lock_guard lk(p.qmu);
+    p.fd = c->sock.native_handle();
+  }
+  {
+    std::lock_guard lk(s.mu);
+    p.established = true;
+    ++s.established;
+    s.cv.notify_all();
+  }
+  s.spawn(reader(s, c, p), "reader");
+  s.spawn(writer(s, c, p), "writer");
+  co_return handshake_status::ok;
+}
+
+/// Accepts connections until the acceptor closes; each one is handshaked on its own.
+inline asio::awaitable<void> accept_loop(tcp_state& s) {
+  for (;;) {
+    std::error_code ec;
+    tcp_socket sock = co_await s.acceptor.async_accept(redirect(ec));
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !s.acceptor.is_open()) co_return;
+      s.log_line("accept failed: " + ec.message());
+      continue;
+    }
+    auto c = std::make_shared<tcp_conn>(std::move(sock));
+    s.spawn(connect_peer(s, c, std::nullopt), "handshake");
+  }
+}
+
+/// Dials `p` until a handshake settles (every 25 ms, up to the connect deadline).
+inline asio::awaitable<void> dial(tcp_state& s, tcp_peer& p) {
+  asio::ip::tcp::resolver res(s.io);
+  asio::steady_timer pause(s.io);
+  for (;;) {
+    if (s.failed_now() || s.stopping) co_return;
+    std::error_code ec;
+    auto eps = co_await res.async_resolve(p.host, std::to_string(p.port), redirect(ec));
+    if (!ec) {
+      auto c = std::make_shared<tcp_conn>(tcp_socket(s.io));
+      co_await asio::async_connect(c->sock, eps, redirect(ec));
+      if (!ec) {
+        const handshake_status r = co_await connect_peer(s, c, p.rank);
+        if (r != handshake_status::retry) co_return;
+      }
+    }
+    if (tcp_state::clock::now() >= s.deadline) co_return;  // tcp_start reports the timeout
+    pause.expires_after(std::chrono::milliseconds(25));
+    co_await pause.async_wait(redirect(ec));
+  }
+}
+
+/// tcp::start: listens, dials the lower ranks, and returns once every peer has completed its
+/// handshake, or after a fatal handshake error or connect_timeout (both reported through fatal_fn).
+/// Throws strata::error when the configuration is unusable (wrong peer count, cannot listen).
+inline void tcp_start(tcp_state& s, const run_shape& shape) {
+  if (s.started) throw error(errc::bad_input, "tcp::start called twice");
+  if (s.cfg.peers.size() != shape.nodes)
+    throw error(errc::bad_input, "tcp rank " + std::to_string(s.cfg.rank) + ": config lists " +
+                                     std::to_string(s.cfg.peers.size()) + " peer addresses, the run has " +
+                                     std::to_string(shape.nodes) + " nodes");
+  if (s.cfg.rank >= shape.nodes)
+    throw error(errc::bad_input, "tcp: rank " + std::to_string(s.cfg.rank) + " out of range for " +
+                                     std::to_string(shape.nodes) + " nodes");
+  s.world = shape.nodes;
+  s.started = true;
+  if (s.world == 1) return;
+
+  s.hb_interval = heartbeat_interval(s.cfg.peer_timeout);
+  s.hello.rank = s.cfg.rank;
+  s.hello.world = s.world;
+  s.hello.signature = shape.signature;
+  s.hello.signature_hash = wire::signature_hash(shape.signature);
+  s.hello.secret_set = !s.cfg.secret.empty();
+  const endpoint me{s.cfg.rank, 0};
+  s.heartbeat_frame = wire::encode_frame(wire::frame_kind::heartbeat, me, 0, wire::empty_body{});
+  s.bye_frame = wire::encode_frame(wire::frame_kind::bye, me, 0, wire::empty_body{});
+  for (node_id r = 0; r < s.world; ++r) {
+    auto p = std::make_unique<tcp_peer>();
+    p->rank = r;
+    p->host = s.cfg.peers[r].first;
+    p->port = s.cfg.peers[r].second;
+    s.peers.push_back(std::move(p));
+  }
+  open_listener(s);
+  s.deadline = tcp_state::clock::now() + s.cfg.connect_timeout;
+  s.spawn(accept_loop(s), "accept loop");
+  for (node_id r = 0; r < s.cfg.rank; ++r) s.spawn(dial(s, *s.peers[r]), "dialer");
+  s.spawn(watchdog(s), "watchdog");
+  s.work.emplace(asio::make_work_guard(s.io));
+  s.thread = std::thread([&s] { s.io.run(); });
+
+  std::unique_lock lk(s.mu);
+  const bool ok = s.cv.wait_until(lk, s.deadline, [&] { return s.failed || s.established == s.world - 1; });
+  if (!ok) {
+    std::string missing;
+    for (auto& p : s.peers)
+      if (p->rank != s.cfg.rank && !p->established) missing += (missing.empty() ? "" : ", ") + s.who(p->rank);
+    lk.unlock();
+    asio::post(s.io, [&s, missing] {
+      s.fail(make_error_code(errc::timeout), "no handshake within " + std::to_string(s.cfg.connect_timeout.count()) +
+                                                 " ms (connect_timeout) with " + missing);
+    });
+    lk.lock();
+    s.cv.wait_for(lk, std::chrono::seconds(5), [&] { return s.failed; });
+  }
+}
+
+}  // namespace strata::detail
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic pop
+#endif

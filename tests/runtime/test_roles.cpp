@@ -1,5 +1,5 @@
 // Roles, app messages, collectives and repeated runs, on inproc and on delayed<inproc> with random
-// delays (the TCP process versions live in tests/net/test_tcp.cpp and ps_node --scenario runtime).
+// delays (the TCP process versions live in tests/transport/test_tcp.cpp and ps_node --scenario runtime).
 #include <doctest/doctest.h>
 
 #include <strata/strata.hpp>

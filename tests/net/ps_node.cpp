@@ -46,16 +46,19 @@ struct options {
   int extra_width = 0;  // wider rows: a different signature, or frames over a small --max-frame
   int sleep_ms = 0;     // per clock, to make a run last (killed-peer test)
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
+  std::string consistency = "bsp";  // from --model: its name part
+  int staleness = 0;                 // ... and its number (essp2: 2)
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::cluster_options cluster;
 };
 
-template <class Model, class Transport>
+template <class Transport>
 int run(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
   const std::uint32_t P = nodes * o.wpn;
   const plan pl(static_cast<int>(P), o.clocks, o.rows, o.seed);
   violations bad;
-  strata::system<Model, Transport> sys({.nodes = nodes, .workers_per_node = o.wpn}, std::move(tc));
+  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness};
+  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(P) + static_cast<std::size_t>(o.extra_width));
   const auto mp = sys.model();
   const bool bounded = mp.staleness != strata::unbounded;
@@ -150,11 +153,12 @@ struct answer {
 /// row at every clock, answer the coordinator's rounds of work (coordinator on rank 0, workers on
 /// every process), meet in a barrier, and check all_reduce / all_gather. After each run every
 /// process reads every row, local or not, and checks the exact sums (tables kept across runs).
-template <class Model, class Transport>
+template <class Transport>
 int run_runtime(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
   const std::uint32_t P = nodes * o.wpn;
   violations bad;
-  strata::system<Model, Transport> sys({.nodes = nodes, .workers_per_node = o.wpn}, std::move(tc));
+  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness};
+  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
   auto t = sys.template add_table<counts>(P);
   constexpr std::uint32_t rounds = 10;
   try {
@@ -214,17 +218,16 @@ int run_runtime(const options& o, std::uint32_t nodes, typename Transport::confi
   return 0;
 }
 
-template <class Model, class Transport>
+template <class Transport>
 int run_scenario(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
-  if (o.scenario == "runtime") return run_runtime<Model, Transport>(o, nodes, std::move(tc), rank);
-  return run<Model, Transport>(o, nodes, std::move(tc), rank);
+  if (o.scenario == "runtime") return run_runtime<Transport>(o, nodes, std::move(tc), rank);
+  return run<Transport>(o, nodes, std::move(tc), rank);
 }
 
-template <class Model>
 int dispatch_transport(const options& o) {
   if (o.transport == "inproc") {
     const std::uint32_t nodes = o.cluster.size.value_or(1);
-    return run_scenario<Model, strata::inproc>(o, nodes, {}, 0);
+    return run_scenario<strata::inproc>(o, nodes, {}, 0);
   }
   strata::cluster cl;
   try {
@@ -233,7 +236,7 @@ int dispatch_transport(const options& o) {
     std::cerr << "ERROR: " << e.what() << std::endl;
     return 1;
   }
-  return run_scenario<Model, strata::tcp>(o, cl.size, cl.tcp_config, cl.rank);
+  return run_scenario<strata::tcp>(o, cl.size, cl.tcp_config, cl.rank);
 }
 
 }  // namespace
@@ -241,7 +244,7 @@ int dispatch_transport(const options& o) {
 int main(int argc, char** argv) {
   options o;
   CLI::App app("ps_node: one process of a deterministic strata run (tests of the tcp transport)");
-  app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async");
+  app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async | vap (a name of strata::visit_consistency, then the staleness)");
   app.add_option("--transport", o.transport, "tcp | inproc");
   app.add_option("--wpn", o.wpn, "workers per process");
   app.add_option("--clocks", o.clocks, "clocks per worker");
@@ -253,10 +256,15 @@ int main(int argc, char** argv) {
   app.add_option("--scenario", o.scenario, "plan (seeded workload) | runtime (roles, messages, collectives, repeated runs)");
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
-  if (o.model == "bsp") return dispatch_transport<strata::bsp>(o);
-  if (o.model == "ssp2") return dispatch_transport<strata::ssp<2>>(o);
-  if (o.model == "essp2") return dispatch_transport<strata::essp<2>>(o);
-  if (o.model == "async") return dispatch_transport<strata::async>(o);
-  std::cerr << "ERROR: unknown --model " << o.model << std::endl;
-  return 1;
+  // "essp2" = essp with staleness 2: the name part maps onto a policy in the library.
+  const auto digits = o.model.find_first_of("0123456789");
+  o.consistency = o.model.substr(0, digits);
+  o.staleness = digits == std::string::npos ? 0 : std::stoi(o.model.substr(digits));
+  try {
+    (void)strata::model_params::named(o.consistency, {});
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: --model " << o.model << ": " << e.what() << std::endl;
+    return 1;
+  }
+  return dispatch_transport(o);
 }

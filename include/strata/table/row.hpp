@@ -33,10 +33,18 @@ concept row_type = std::default_initializable<R> && std::copyable<R> &&
       { R::decode(rd, width) } -> std::same_as<R>;
     };
 
+namespace detail {
+/// The cold half of check_column: builds the message and throws (kept out of line, so that the
+/// check itself stays two instructions on the hot path).
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_bad_column(col_id c, std::size_t width) {
+  throw error(errc::bad_input, "column " + std::to_string(c) + " is outside a row of width " + std::to_string(width));
+}
+}  // namespace detail
+
 /// Throws `bad_input` naming the column and the width when `c` is outside a row of `width` columns.
 inline void check_column(col_id c, std::size_t width) {
   if (c >= width) [[unlikely]]
-    throw error(errc::bad_input, "column " + std::to_string(c) + " is outside a row of width " + std::to_string(width));
+    detail::throw_bad_column(c, width);
 }
 
 /// Consumes one encoded row from `in`, checking it as `R::decode` would, without keeping it: a row

@@ -2,128 +2,150 @@
 // include/strata/ml/trainers/lda_trainer.hpp). Trains on the SpamAssassin corpus as
 // scripts/fetch_data.sh caches it (docword.spam.txt, UCI bag-of-words), reports the joint
 // log-likelihood per iteration, and exits non-zero (status 4) if the count invariants
-// Σ_k n_dk = n_d, Σ_w n_wk = n_k do not hold at the end.
+// Σ_k n_dk = n_d, Σ_w n_wk = n_k do not hold at the end. With --vocab (vocab.spam.txt) it prints
+// each topic's top words; --save writes the word-topic counts (include/strata/ml/lda_model.hpp),
+// which --load --iterations 0 reads back to print their log p(w | z) and top words (the topic
+// assignments are not saved, so a chain cannot resume from them).
 //
-//   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20
+//   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20 --vocab ~/.cache/strata/vocab.spam.txt
+//   strata_lda --load lda.model --iterations 0 --vocab ~/.cache/strata/vocab.spam.txt --top 15
 //   scripts/launch.sh -n 2 -- strata_lda --transport tcp --workers 2 --consistency essp   (2 processes)
 #include <CLI/CLI.hpp>
 
+#include <strata/core/trace.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
+#include <strata/ml/lda_model.hpp>
 #include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/strata.hpp>
 
-#include "common/dispatch.hpp"
 #include "common/metrics.hpp"
+#include "common/trainer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <exception>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
-std::string default_data_file() {
-  std::string dir;
-  if (const char* d = std::getenv("STRATA_DATA"); d && *d) dir = d;
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/strata";
-  else dir = ".cache/strata";
-  return dir + "/docword.spam.txt";
+namespace ex = strata::examples;
+namespace ml = strata::ml;
+
+/// --vocab FILE --top N, and --max-docs.
+struct lda_flags {
+  std::string vocab;
+  std::uint32_t top = 10;
+  std::uint32_t max_docs = 0;
+};
+
+void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
+  app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
+  app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
+  app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
+  app.add_option("--vocab", f.vocab, "vocabulary FILE (word w on line w, e.g. vocab.spam.txt): print each topic's top words");
+  app.add_option("--top", f.top, "how many top words per topic to print (word ids without --vocab)")->capture_default_str();
+}
+
+/// True when the run should print top words: a vocabulary or an explicit --top.
+bool wants_top_words(const CLI::App& app, const lda_flags& f) { return !f.vocab.empty() || app.count("--top") > 0; }
+
+/// Prints "lda topic k (n_k tokens): w1 w2 ..." for every topic, words from `vocab` (ids when empty).
+void print_top_words(const ml::lda_word_topic_model& m, const std::vector<std::string>& vocab, std::uint32_t n, const std::string& vocab_file) {
+  if (!vocab_file.empty() && vocab.size() < m.vocab)
+    throw std::runtime_error(vocab_file + ": " + std::to_string(vocab.size()) + " words, but the model has " + std::to_string(m.vocab));
+  const auto totals = m.topic_totals();
+  const auto top = m.top_words(n);
+  for (std::uint32_t k = 0; k < m.topics; ++k) {
+    std::string line = ex::fmt("lda topic %u (%lld tokens):", k, static_cast<long long>(totals[k]));
+    for (auto w : top[k]) line += ' ' + (vocab.empty() ? std::to_string(w) : vocab[w]);
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+/// --load FILE --iterations 0: the saved counts' log p(w | z) and top words; no training.
+int inspect_saved(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const lda_flags& f) {
+  if (lo.iterations != 0)
+    throw std::runtime_error("--load reads word-topic counts without the documents' topic assignments, so it cannot resume "
+                             "training: add --iterations 0 to evaluate and inspect the saved model");
+  const auto m = ml::read_lda_model(cli.load);
+  std::printf("lda model: file=%s topics=%u vocab=%u tokens=%lld word_loglik=%.6e\n", cli.load.c_str(), m.topics, m.vocab,
+              static_cast<long long>(m.tokens()), m.word_loglik());
+  print_top_words(m, f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab), f.top, f.vocab);
+  return 0;
+}
+
+strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus) {
+  auto c = ex::run_config(cli.so, "lda", lo.iterations);
+  c.set("topics", lo.topics).set("alpha", lo.alpha).set("beta", lo.beta).set("docs", corpus.words.size())
+      .set("vocab", corpus.vocab_size).set("tokens", corpus.tokens()).set("data", cli.data);
+  return c;
+}
+
+double tokens_per_s_per_thread(const ex::trainer_cli& cli, const ml::lda_run& res) {
+  return static_cast<double>(res.tokens_sampled) / std::max(res.sampling_s, 1e-9) / (cli.so.workers * cli.so.nodes);
+}
+
+void print_summary(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus, const ml::lda_run& res) {
+  const char* ok = res.invariants_ok ? "ok" : "VIOLATED";
+  ex::summary s("lda", cli.so, lo.iterations);
+  s.add("docs", std::to_string(corpus.words.size())).add("tokens", std::to_string(corpus.tokens()));
+  s.add("seconds", ex::fmt("%.2f", res.seconds), true);
+  s.add("loglik_first", ex::fmt("%.6e", res.iterations.empty() ? 0.0 : res.iterations.front().metric));
+  s.add("loglik", ex::fmt("%.6e", res.final_loglik), true);
+  s.add_run(res).add("tokens_per_s_per_thread", ex::fmt("%.0f", tokens_per_s_per_thread(cli, res)));
+  if (lo.keep_model && cli.lead()) s.add("word_loglik", ex::fmt("%.6e", res.model.word_loglik()));
+  s.add("invariants", ok, true);
+  s.print();
+}
+
+/// --bench-baseline: plain single-threaded Gibbs loops over the same corpus, against the run's rate.
+void print_baseline(const ml::lda_corpus& corpus, const ml::lda_trainer_options& lo, double per_thread) {
+  const std::uint32_t sweeps = std::max<std::uint32_t>(2, lo.iterations / 4);
+  const double sparse = ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, ml::lda_sampler::sparse);
+  const double plain = ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, ml::lda_sampler::plain);
+  std::printf("lda baseline: plain single-threaded Gibbs: SparseLDA %.0f tokens/s, O(K) %.0f tokens/s; per worker "
+              "thread %.0f tokens/s; ratio vs SparseLDA loop %.3f, vs O(K) loop %.3f\n",
+              sparse, plain, per_thread, per_thread / sparse, per_thread / plain);
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  namespace ex = strata::examples;
-  ex::system_options so;
-  strata::ml::lda_trainer_options lo;
-  std::string data = default_data_file(), metrics_path;
-  std::uint32_t max_docs = 0;
-  bool quiet = false, bench = false;
+  ex::trainer_cli cli("lda", "strata_lda: collapsed Gibbs LDA on the strata parameter server");
+  ml::lda_trainer_options lo;
+  lda_flags f;
+  cli.data = ex::default_data_dir() + "/docword.spam.txt";
+  cli.so.value_bound = 20000;
+  cli.add_flags(lo, "V of VAP (total un-propagated count changes)", "Gibbs sweeps", "UCI bag-of-words file (docword.*.txt)");
+  add_model_flags(cli.app, lo, f);
+  cli.finish_flags();
+  CLI11_PARSE(cli.app, argc, argv);
 
-  CLI::App app{"strata_lda: collapsed Gibbs LDA on the strata parameter server"};
-  so.value_bound = 20000;
-  ex::add_system_flags(app, so, "V of VAP (total un-propagated count changes)");
-  app.add_option("--iterations", lo.iterations, "Gibbs sweeps")->capture_default_str();
-  app.add_option("--data", data, "UCI bag-of-words file (docword.*.txt)")->capture_default_str();
-  app.add_option("--max-docs", max_docs, "use only the first N documents (0: all)")->capture_default_str();
-  app.add_option("--metrics", metrics_path, "write JSON Lines metrics to FILE");
-  app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
-  app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
-  app.add_flag("--no-prefetch", [&](std::int64_t) { lo.prefetch = false; }, "request rows one at a time");
-  app.add_flag("--quiet", quiet, "no progress display");
-  app.add_flag("--bench-baseline", bench, "also time plain single-threaded Gibbs loops and print the per-thread ratio");
-  ex::add_cluster_flags(app, so.cluster_flags);  // last: names the trainer took become --node-*
-  CLI11_PARSE(app, argc, argv);
-  lo.seed = so.seed;
+  return cli.guard([&] {
+    if (!cli.load.empty()) return inspect_saved(cli, lo, f);
+    const auto vocab = f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab);  // bad input fails before training
+    const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data)), f.max_docs);
+    lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
 
-  try {
-    so.resolve();  // tcp: rank and world size from the flags or the launcher; nodes = processes
-    const bool lead = so.rank() == 0;  // writes the metrics and the summary
-    const auto bow = strata::ml::io::read_bag_of_words(std::filesystem::path(data));
-    const auto corpus = strata::ml::lda_corpus::from(bow, max_docs);
+    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, corpus));
+    ex::progress_line line(cli.quiet || !cli.lead());
+    const auto progress = ex::progress_printer(line, cli.so, "lda", lo.iterations, [](double ll) { return ex::fmt("loglik %.6e", ll); });
+    const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_lda(sys, corpus, lo, progress); });
+    line.done();
 
-    ex::json_object cfg;
-    cfg.str("trainer", "lda").str("consistency", so.consistency).num("staleness", so.staleness)
-        .num("value_bound", so.value_bound).num("workers", so.workers * so.nodes).num("nodes", so.nodes)
-        .str("transport", so.transport_label()).num("delay_us", so.delay_us).num("straggler", so.straggler)
-        .num("straggler_factor", so.straggler_factor).num("seed", static_cast<double>(so.seed))
-        .num("iterations", lo.iterations).num("topics", lo.topics).num("alpha", lo.alpha).num("beta", lo.beta)
-        .num("docs", static_cast<double>(corpus.words.size())).num("vocab", corpus.vocab_size)
-        .num("tokens", static_cast<double>(corpus.tokens())).str("data", data);
-    ex::metrics_writer mw(lead ? metrics_path : std::string(), cfg, "loglik");
-    ex::progress_line prog(quiet || !lead);
-    // Over several processes the live line shows this process's workers only (the metrics file
-    // and the summary are merged over every worker).
-    const std::string label = so.model_label();
-    const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
-
-    auto res = ex::dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
-      strata::basic_system<T> sys(so.system_config(), so.model(), std::move(tc));
-      return strata::ml::train_lda(sys, corpus, lo, [&](const strata::ml::iteration_stats& it) {
-        char buf[320];
-        std::snprintf(buf, sizeof buf, "lda %-12s iter %3u/%u  %7.2fs  loglik %.6e  staleness mean %.2f max %lld  wait %.2fs%s",
-                      label.c_str(), it.iteration, lo.iterations, it.elapsed_s, it.metric, it.staleness_mean(),
-                      static_cast<long long>(it.staleness_max()), it.wait_s, view);
-        prog.show(buf);
-      });
-    });
-    prog.done();
-    for (const auto& it : res.iterations) mw.write(it);
-    const std::uint32_t P = so.workers * so.nodes;
-    const double first = res.iterations.empty() ? 0.0 : res.iterations.front().metric;
-    const double per_thread = static_cast<double>(res.tokens_sampled) / std::max(res.sampling_s, 1e-9) / P;
-    std::int64_t smax = 0;
-    double wait = 0;
-    for (const auto& it : res.iterations) smax = std::max(smax, it.staleness_max()), wait += it.wait_s;
-    if (lead) {
-      std::printf("lda summary: model=%s workers=%u iterations=%u docs=%zu tokens=%llu seconds=%.2f loglik_first=%.6e "
-                  "loglik=%.6e staleness_mean=%.3f staleness_max=%lld wait_s=%.2f bytes_sent=%llu "
-                  "tokens_per_s_per_thread=%.0f invariants=%s\n",
-                  label.c_str(), P, lo.iterations, corpus.words.size(), static_cast<unsigned long long>(corpus.tokens()),
-                  res.seconds, first, res.final_loglik, strata::ml::mean_staleness(res.iterations),
-                  static_cast<long long>(smax), wait, static_cast<unsigned long long>(res.bytes_sent), per_thread,
-                  res.invariants_ok ? "ok" : "VIOLATED");
-    } else {
-      std::printf("lda rank %u done: workers %u..%u, seconds=%.2f loglik=%.6e invariants=%s\n", so.rank(),
-                  so.rank() * so.workers, (so.rank() + 1) * so.workers - 1, res.seconds, res.final_loglik,
-                  res.invariants_ok ? "ok" : "VIOLATED");
-    }
-    if (bench && lead) {
-      const std::uint32_t sweeps = std::max<std::uint32_t>(2, lo.iterations / 4);
-      const double sparse = strata::ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, strata::ml::lda_sampler::sparse);
-      const double plain = strata::ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, strata::ml::lda_sampler::plain);
-      std::printf("lda baseline: plain single-threaded Gibbs: SparseLDA %.0f tokens/s, O(K) %.0f tokens/s; per worker "
-                  "thread %.0f tokens/s; ratio vs SparseLDA loop %.3f, vs O(K) loop %.3f\n",
-                  sparse, plain, per_thread, per_thread / sparse, per_thread / plain);
-    }
+    trace.write(res.iterations);
+    print_summary(cli, lo, corpus, res);
+    if (cli.bench && cli.lead()) print_baseline(corpus, lo, tokens_per_s_per_thread(cli, res));
     if (!res.invariants_ok) {
       std::fprintf(stderr, "strata_lda: count invariant violated: %s\n", res.invariant_error.c_str());
       return 4;
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "strata_lda: %s\n", e.what());
-    return 1;
-  }
-  return 0;
+    if (cli.lead() && wants_top_words(cli.app, f)) print_top_words(res.model, vocab, f.top, f.vocab);
+    if (cli.lead() && !cli.save.empty()) {
+      ml::write_lda_model(cli.save, res.model);
+      std::printf("lda model: %u topics, %u words saved to %s\n", res.model.topics, res.model.vocab, cli.save.c_str());
+    }
+    return 0;
+  });
 }

@@ -1,23 +1,17 @@
 #pragma once
-/// \file The examples' --metrics FILE writer (JSON Lines) and their one-line progress display.
-///
-/// Metrics format, one JSON object per line:
-///   line 1:  {"config": {"trainer": "mf", "consistency": "essp", "staleness": 2, ...}}
-///   then one per iteration (iteration 0 = the initial state):
-///   {"iteration": 3, "elapsed_s": 1.25, "objective": 81234.5, "rmse": 0.912,
-///    "staleness": {"mean": 0.4, "max": 2, "hist": {"-1": 10, "0": 800, "1": 120}},
-///    "wait_s": 0.31, "bytes_sent": 123456}
-/// ("loglik" instead of "rmse" for LDA, where "objective" is the log-likelihood itself).
-/// elapsed_s: seconds since the start until the slowest worker finished the iteration, evaluation
-/// time excluded; wait_s: seconds workers were blocked in this iteration, summed over workers;
-/// bytes_sent: transport bytes since the start.
+/// \file What an example trainer reports about a run: the configuration line of its trace
+/// (`--metrics FILE`, written by strata::trace_writer: the format is documented in
+/// include/strata/core/trace.hpp and README), the one-line progress display, and the summary line.
+#include <strata/core/trace.hpp>
 #include <strata/ml/trainers/run_stats.hpp>
 
+#include "common/dispatch.hpp"
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iomanip>
-#include <sstream>
-#include <stdexcept>
+#include <functional>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -25,72 +19,38 @@
 
 namespace strata::examples {
 
-/// A flat JSON object built field by field (numbers, strings, raw JSON).
-class json_object {
- public:
-  json_object& num(const std::string& k, double v) {
-    std::ostringstream s;
-    s << std::setprecision(10) << v;
-    return raw(k, s.str());
-  }
-  json_object& str(const std::string& k, const std::string& v) {
-    std::string q = "\"";
-    for (char c : v) {
-      if (c == '"' || c == '\\') q += '\\';
-      q += c;
-    }
-    return raw(k, q + "\"");
-  }
-  json_object& raw(const std::string& k, const std::string& v) {
-    f_.emplace_back(k, v);
-    return *this;
-  }
-  std::string dump() const {
-    std::string s = "{";
-    for (std::size_t i = 0; i < f_.size(); ++i) s += (i ? ", \"" : "\"") + f_[i].first + "\": " + f_[i].second;
-    return s + "}";
-  }
+/// printf into a std::string.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+inline std::string fmt(const char* f, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, f);
+  const int n = std::vsnprintf(buf, sizeof buf, f, ap);
+  va_end(ap);
+  return n < 0 ? std::string() : std::string(buf, std::min<std::size_t>(static_cast<std::size_t>(n), sizeof buf - 1));
+}
 
- private:
-  std::vector<std::pair<std::string, std::string>> f_;
-};
-
-/// Writes the metrics file: the config line, then one line per iteration.
-class metrics_writer {
- public:
-  metrics_writer(const std::string& path, const json_object& config, std::string metric_name)
-      : metric_(std::move(metric_name)) {
-    if (path.empty()) return;
-    out_.open(path);
-    if (!out_) throw std::runtime_error("cannot write metrics file " + path);
-    out_ << "{\"config\": " << config.dump() << "}\n";
-  }
-  void write(const strata::ml::iteration_stats& it) {
-    if (!out_.is_open()) return;
-    std::string hist = "{";
-    bool first = true;
-    for (auto [v, c] : it.staleness) {
-      hist += (first ? "\"" : ", \"") + std::to_string(v) + "\": " + std::to_string(c);
-      first = false;
-    }
-    hist += "}";
-    json_object st;
-    st.num("mean", it.staleness_mean()).num("max", static_cast<double>(it.staleness_max())).raw("hist", hist);
-    json_object o;
-    o.num("iteration", it.iteration)
-        .num("elapsed_s", it.elapsed_s)
-        .num("objective", it.objective)
-        .num(metric_, it.metric)
-        .raw("staleness", st.dump())
-        .num("wait_s", it.wait_s)
-        .num("bytes_sent", static_cast<double>(it.bytes_sent));
-    out_ << o.dump() << "\n";
-  }
-
- private:
-  std::string metric_;
-  std::ofstream out_;
-};
+/// The first fields of a trace's configuration line, the same for every trainer: the trainer's
+/// name, the consistency model and its bounds, the system's shape, transport, injected delays,
+/// seed and iterations. The trainer appends its own settings with `set`.
+inline json_value run_config(const system_options& so, const std::string& trainer, std::uint32_t iterations) {
+  json_value c = json_value::object();
+  c.set("trainer", trainer)
+      .set("consistency", so.consistency)
+      .set("staleness", so.staleness)
+      .set("value_bound", so.value_bound)
+      .set("workers", so.workers * so.nodes)
+      .set("nodes", so.nodes)
+      .set("transport", so.transport_label())
+      .set("delay_us", so.delay_us)
+      .set("straggler", so.straggler)
+      .set("straggler_factor", so.straggler_factor)
+      .set("seed", so.seed)
+      .set("iterations", iterations);
+  return c;
+}
 
 /// Progress: one line rewritten in place on a terminal (stderr), plain lines otherwise.
 class progress_line {
@@ -114,6 +74,67 @@ class progress_line {
 
  private:
   bool quiet_, tty_, shown_ = false;
+};
+
+/// The trainers' progress callback: "<trainer> <model> iter i/N  <time>  <metric>  staleness ...
+/// wait ...", the metric shown by `metric_text`. Over several processes the live line shows this
+/// process's workers only (the trace and the summary are merged over every worker).
+inline std::function<void(const iteration_record&)> progress_printer(progress_line& line, const system_options& so,
+                                                                     std::string trainer, std::uint32_t iterations,
+                                                                     std::function<std::string(double)> metric_text) {
+  const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
+  return [&line, label = so.model_label(), trainer = std::move(trainer), iterations, text = std::move(metric_text),
+          view](const iteration_record& it) {
+    line.show(fmt("%s %-12s iter %3u/%u  %7.2fs  %s  staleness mean %.2f max %lld  wait %.2fs%s", trainer.c_str(),
+                  label.c_str(), it.iteration, iterations, it.elapsed_s, text(it.metric).c_str(), it.staleness_mean(),
+                  static_cast<long long>(it.staleness_max()), it.wait_s, view));
+  };
+}
+
+/// The summary of a run, one line of key=value fields. Rank 0 prints "<trainer> summary:
+/// model=... workers=P iterations=N" and every field; another rank (tcp) prints "<trainer> rank r
+/// done: workers a..b," and only the fields added with `every_rank`.
+class summary {
+ public:
+  summary(std::string trainer, const system_options& so, std::uint32_t iterations)
+      : trainer_(std::move(trainer)), so_(so), iterations_(iterations) {}
+
+  summary& add(std::string key, std::string value, bool every_rank = false) {
+    fields_.push_back({std::move(key), std::move(value), every_rank});
+    return *this;
+  }
+  /// The fields every trainer reports about the run itself: mean and largest observed staleness,
+  /// blocking time and transport bytes, over every worker and iteration.
+  summary& add_run(const ml::run_outcome& r) {
+    std::int64_t smax = 0;
+    double wait = 0;
+    for (const auto& it : r.iterations) smax = std::max(smax, it.staleness_max()), wait += it.wait_s;
+    add("staleness_mean", fmt("%.3f", mean_staleness(r.iterations)));
+    add("staleness_max", std::to_string(smax));
+    add("wait_s", fmt("%.2f", wait));
+    return add("bytes_sent", std::to_string(r.bytes_sent));
+  }
+  /// Prints the line on stdout.
+  void print() const {
+    const bool lead = so_.rank() == 0;
+    std::string line = lead ? fmt("%s summary: model=%s workers=%u iterations=%u", trainer_.c_str(), so_.model_label().c_str(),
+                                  so_.workers * so_.nodes, iterations_)
+                            : fmt("%s rank %u done: workers %u..%u,", trainer_.c_str(), so_.rank(), so_.rank() * so_.workers,
+                                  (so_.rank() + 1) * so_.workers - 1);
+    for (const auto& f : fields_)
+      if (lead || f.every_rank) line += ' ' + f.key + '=' + f.value;
+    std::printf("%s\n", line.c_str());
+  }
+
+ private:
+  struct field {
+    std::string key, value;
+    bool every_rank;
+  };
+  std::string trainer_;
+  const system_options& so_;
+  std::uint32_t iterations_;
+  std::vector<field> fields_;
 };
 
 }  // namespace strata::examples

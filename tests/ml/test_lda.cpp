@@ -279,7 +279,7 @@ TEST_CASE("lda reference: count invariants, rising loglik, relabelling invarianc
   }
 }
 
-TEST_CASE("lda reference: same seed, same result; bad input throws") {
+TEST_CASE("lda reference: same seed, same result, and bad input throws") {
   const auto docs = synthetic_corpus(10, 20, 12, 3, 2);
   ml::lda_options opt;
   opt.num_topics = 3;

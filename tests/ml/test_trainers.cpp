@@ -114,7 +114,7 @@ TEST_CASE("distributed MF (4 workers, SSP and ESSP) agrees with the sequential r
   CHECK(a.sgd_updates == ref.epochs * train.size());
 }
 
-TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within 0.05 RMSE; async learns") {
+TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within 0.05 RMSE, and async learns") {
   const auto [train, test] = synthetic_ratings(11);
   strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});
   const auto a = strata::ml::train_mf(one, train, test, mf_opts());

@@ -23,9 +23,14 @@
 /// (w mod P = its id), and the partial sums (LL parts, Σ_w n_wk and Σ_d n_dk per topic, negative
 /// counts, local violations) are added up through a small PS table, so the check is the same
 /// whether the workers share one process or live in several (tcp).
+///
+/// With `run_options::keep_model` worker 0 then reads every word row into the outcome's
+/// word-topic counts (ml/lda_model.hpp: their log p(w | z), top words and file format).
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda.hpp>
+#include <strata/ml/lda_model.hpp>
+#include <strata/ml/partition.hpp>
 #include <strata/ml/trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/table/dense_row.hpp>
@@ -47,14 +52,12 @@
 
 namespace strata::ml {
 
-/// Settings of the distributed LDA trainer.
-struct lda_trainer_options {
+/// Settings of the distributed LDA trainer (besides iterations = Gibbs sweeps after the
+/// initialisation clock, seed, prefetch, keep_model: run_options).
+struct lda_trainer_options : run_options {
   std::uint32_t topics = 20;      ///< K
   double alpha = 0.1;             ///< doc-topic prior
   double beta = 0.01;             ///< topic-word prior
-  std::uint32_t iterations = 20;  ///< Gibbs sweeps (clocks after the initialisation clock)
-  std::uint64_t seed = 1;
-  bool prefetch = true;           ///< request a clock's stale word rows together at its start
 };
 
 /// A corpus as the trainer wants it: per document, its distinct words and their counts.
@@ -105,17 +108,15 @@ struct lda_corpus {
   }
 };
 
-/// The outcome of a run.
-struct lda_run {
-  std::vector<iteration_stats> iterations;  ///< [0] = after the random initialisation, [i] = after sweep i
-  double final_loglik = 0;                  ///< exact LL of the final state
-  double seconds = 0;                       ///< wall time of system::run
-  double sampling_s = 0;                    ///< elapsed time of the last iteration (evaluation excluded)
-  std::uint64_t tokens_sampled = 0;         ///< token draws (all workers, all sweeps)
-  bool invariants_ok = false;               ///< count invariants held at the end
-  std::string invariant_error;              ///< the first violation, if any
-  worker_stats stats;                       ///< this process's workers' statistics merged (all workers inproc)
-  std::uint64_t bytes_sent = 0;             ///< transport bytes until the last iteration, all processes
+/// The outcome of a run (iterations: [0] = after the random initialisation, [i] = after sweep i;
+/// seconds, stats, bytes_sent: run_outcome).
+struct lda_run : run_outcome {
+  double final_loglik = 0;           ///< exact LL of the final state
+  double sampling_s = 0;             ///< elapsed time of the last iteration (evaluation excluded)
+  std::uint64_t tokens_sampled = 0;  ///< token draws (all workers, all sweeps)
+  bool invariants_ok = false;        ///< count invariants held at the end
+  std::string invariant_error;       ///< the first violation, if any
+  lda_word_topic_model model;        ///< the final n_wk, with keep_model, in the process of worker 0 (else empty)
 };
 
 /// Trains LDA on `corpus` with the system `sys` (tables are added here; run once).
@@ -137,22 +138,11 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   const std::size_t f_docs = f_words + K;
   run_reducer red(sys, o.iterations, f_docs + K);
 
-  // Partition documents greedily by token count.
-  std::vector<std::vector<std::uint32_t>> docs_of(P);
-  {
-    std::vector<std::uint64_t> len(D, 0), load(P, 0);
-    for (std::uint32_t d = 0; d < D; ++d)
-      for (auto x : corpus.counts[d]) len[d] += x;
-    std::vector<std::uint32_t> order(D);
-    std::iota(order.begin(), order.end(), 0u);
-    std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return len[a] > len[b]; });
-    for (std::uint32_t d : order) {
-      const auto p = static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      docs_of[p].push_back(d);
-      load[p] += len[d];
-    }
-    for (auto& v : docs_of) std::sort(v.begin(), v.end());
-  }
+  // Partition documents by token count (balanced_partition); each worker's in increasing order.
+  std::vector<std::uint64_t> len(D, 0);
+  for (std::uint32_t d = 0; d < D; ++d)
+    for (auto x : corpus.counts[d]) len[d] += x;
+  const std::vector<std::vector<std::uint32_t>> docs_of = partition_members(balanced_partition(len, P), P);
 
   struct worker_state {
     std::vector<std::int32_t> ndk;  // per local doc × K
@@ -187,12 +177,33 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     ll0 += lda_topic_loglik(nk0, lp);
   }
 
-  run_recorder rec(red.local_workers(), o.iterations, [&sys] { return sys.transport().bytes_sent(); },
-                   std::move(on_iteration), red.first_local());
+  run_recorder rec = make_recorder(sys, red, o.iterations, std::move(on_iteration));
+  rec.set_metric_name("loglik");
+  lda_word_topic_model model;          // with keep_model: filled by worker 0 at the end
   std::vector<std::int32_t> final_nk;  // the topic totals after the run, as read by this process's collector
   // This process's workers' first violation (each reports one).
   std::mutex err_mu;
   std::string local_error;
+
+  // Worker 0, once every update is in: reads every word row into `model`.
+  if (o.keep_model) {
+    model.topics = K;
+    model.vocab = V;
+    model.alpha = o.alpha;
+    model.beta = o.beta;
+  }
+  const auto keep_row = [&model](std::uint32_t word, const sparse_row<std::int32_t>& row) {
+    auto& out = model.words.at(word);
+    out.clear();
+    for (const auto& [k, n] : row.entries())
+      if (n != 0) out.push_back({k, n});
+  };
+  auto gather_model = [&](worker& w) -> task<> {
+    model.words.resize(V);
+    if (o.prefetch)
+      for (std::uint32_t x = 0; x < V; ++x) prefetch(w, WT, x);
+    for (std::uint32_t x = 0; x < V; ++x) keep_row(x, co_await w.get(WT, x));
+  };
 
   auto program = [&](worker& w) -> task<> {
     rec.start_once();
@@ -370,25 +381,20 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       std::lock_guard lk(err_mu);
       if (local_error.empty()) local_error = !st.error.empty() ? st.error : word_error;
     }
+    if (o.keep_model && p == 0) co_await gather_model(w);
     co_await red.publish(w, rec, fin);
     if (red.collects(w)) {
-      co_await red.collect(w, {});
+      co_await red.collect(w, {}, "loglik");
       co_await read_totals();  // n_k (unchanged since the first settle)
       final_nk = nk;
     }
   };
 
   lda_run out;
-  rec.start();
-  sys.run(program);
-  out.seconds = rec.since_start();
-  out.iterations = red.iterations();
-  out.stats = sys.total_stats();
-  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  const auto& f = run_program(sys, rec, red, program, out, f_docs + K, "train_lda");
+  if (final_nk.size() != K) throw strata::error(errc::bad_input, "train_lda: the final topic totals were not read");
   if (out.iterations.size() > 1) out.sampling_s = out.iterations.back().elapsed_s - out.iterations.front().elapsed_s;
-  const auto& f = red.final_values();
-  if (f.size() < f_docs + K || final_nk.size() != K)
-    throw strata::error(errc::bad_input, "train_lda: the final sums were not collected");
+  out.model = std::move(model);
   out.tokens_sampled = static_cast<std::uint64_t>(f[f_draws] + 0.5);
 
   // Global invariants from the summed parts, and the exact final LL.

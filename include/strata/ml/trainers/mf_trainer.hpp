@@ -23,9 +23,15 @@
 /// its test ratings need, and the partial squared errors are summed through a small PS table, so
 /// it is the same whether the workers share one process or live in several (tcp). The
 /// per-iteration statistics are merged over all workers the same way (run_reducer).
+///
+/// A run can start from a saved model (`mf_trainer_options::start`, ml/mf_model.hpp) instead of
+/// the hashed initialisation, and can hand its final model back (`run_options::keep_model`):
+/// worker 0 reads every row once the updates are in.
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
+#include <strata/ml/mf_model.hpp>
+#include <strata/ml/partition.hpp>
 #include <strata/ml/trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/table/dense_row.hpp>
@@ -42,30 +48,27 @@
 
 namespace strata::ml {
 
-/// Settings of the distributed MF trainer.
-struct mf_trainer_options {
+/// Settings of the distributed MF trainer (besides iterations, seed, prefetch, keep_model: run_options).
+struct mf_trainer_options : run_options {
+  mf_trainer_options() { iterations = 80; }
   std::uint32_t rank = 16;         ///< factor width (plus one bias column per row)
   double lr = 0.01;                ///< η0 of the schedule η_t = η0 / (1 + decay·t)
   double decay = 0.05;             ///< learning-rate decay per iteration
   double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i)
-  std::uint32_t iterations = 80;   ///< clocks (iterations); epochs = iterations / clocks_per_epoch
   std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings
-  std::uint64_t seed = 1;          ///< init, partition order and visiting order
   float init_scale = 0.1f;         ///< initial factors uniform in [−init_scale, init_scale] (biases 0)
   std::uint32_t block = 16;        ///< users / items per PS row
-  bool prefetch = true;            ///< issue an iteration's row requests together
   std::uint32_t work_repeat = 1;   ///< compute each iteration's SGD pass this many times (slows workers
                                    ///< down to emulate compute-dominated iterations; updates applied once)
+  const mf_biased_model* start = nullptr;  ///< start from this model (its rank and mean; rows it lacks get the
+                                           ///< hashed init) instead of the hashed init; not owned
 };
 
-/// The outcome of a run.
-struct mf_run {
-  std::vector<iteration_stats> iterations;  ///< [0] = initial state, [i] = after iteration i
-  double final_rmse = 0;                    ///< exact test RMSE of the final tables
-  double seconds = 0;                       ///< wall time of system::run (in this process)
-  std::uint64_t sgd_updates = 0;            ///< SGD steps done (all workers)
-  worker_stats stats;                       ///< this process's workers' statistics merged (all workers inproc)
-  std::uint64_t bytes_sent = 0;             ///< transport bytes until the last iteration, all processes
+/// The outcome of a run (iterations, seconds, stats, bytes_sent: run_outcome).
+struct mf_run : run_outcome {
+  double final_rmse = 0;          ///< exact test RMSE of the final tables
+  std::uint64_t sgd_updates = 0;  ///< SGD steps done (all workers)
+  mf_biased_model model;          ///< the final model, with keep_model, in the process of worker 0 (else empty)
 };
 
 namespace detail {
@@ -91,40 +94,61 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
                 const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   const std::uint32_t R = o.rank, W1 = R + 1, B = std::max<std::uint32_t>(1, o.block);
-  const std::uint32_t nu = std::max(train.num_users, test.num_users);
-  const std::uint32_t ni = std::max(train.num_items, test.num_items);
+  if (o.start && o.start->rank != R)
+    throw strata::error(errc::bad_input, "train_mf: the start model has rank " + std::to_string(o.start->rank) +
+                                             ", the options say " + std::to_string(R));
+  const std::uint32_t nu = std::max({train.num_users, test.num_users, o.start ? o.start->num_users : 0u});
+  const std::uint32_t ni = std::max({train.num_items, test.num_items, o.start ? o.start->num_items : 0u});
   const std::uint32_t ub = (nu + B - 1) / B, ib = (ni + B - 1) / B;
   const auto Wt = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
   const auto Ht = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
-  const float mu = static_cast<float>(train.mean());
+  const float mu = o.start ? o.start->mean : static_cast<float>(train.mean());
+  // Initial value of column c of user (table 0) or item (table 1) e: the start model's, else hashed.
+  const auto init_of = [&o, R](std::uint32_t table, std::uint64_t e, std::uint32_t c) -> float {
+    if (o.start && e < (table == 0 ? o.start->num_users : o.start->num_items)) {
+      const auto x = static_cast<std::uint32_t>(e);
+      return (table == 0 ? o.start->user(x) : o.start->item(x))[c];
+    }
+    return detail::mf_init(o.seed, table, e, c, R, o.init_scale);
+  };
   run_reducer red(sys, o.iterations, 3);  // final sums: test squared error, test ratings, SGD updates
 
   std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
   for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
 
-  // Partition by user block, balanced: blocks in decreasing order of ratings, each to the worker
-  // with the fewest ratings so far (ties to the lower id), so no worker waits on a heavy one.
-  std::vector<std::uint32_t> owner(ub, 0);
-  {
-    std::vector<std::uint64_t> per_block(ub, 0), load(P, 0);
-    for (const auto& r : train.ratings) ++per_block[r.user / B];
-    std::vector<std::uint32_t> blocks(ub);
-    std::iota(blocks.begin(), blocks.end(), 0u);
-    std::stable_sort(blocks.begin(), blocks.end(), [&](auto a, auto b) { return per_block[a] > per_block[b]; });
-    for (std::uint32_t b : blocks) {
-      const auto p = static_cast<std::uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      owner[b] = p;
-      load[p] += per_block[b];
-    }
-  }
+  // Partition by user block, balanced by ratings (balanced_partition).
+  std::vector<std::uint64_t> per_block(ub, 0);
+  for (const auto& r : train.ratings) ++per_block[r.user / B];
+  const std::vector<std::uint32_t> owner = balanced_partition(per_block, P);
   std::vector<std::vector<io::rating>> part(P), test_part(P);
   for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
   for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
 
-  run_recorder rec(red.local_workers(), o.iterations, [&sys] { return sys.transport().bytes_sent(); },
-                   std::move(on_iteration), red.first_local());
+  run_recorder rec = make_recorder(sys, red, o.iterations, std::move(on_iteration));
   const auto rmse = [](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; };
-  rec.set_metric(rmse);
+  rec.set_metric(rmse, "rmse");
+  mf_biased_model model;  // with keep_model: filled by worker 0 at the end
+
+  // Worker 0, once every update is in: reads every row into `model`.
+  auto gather_model = [&](worker& w) -> task<> {
+    model = mf_biased_model::zeros(R, nu, ni, mu);
+    for (std::uint32_t t = 0; t < 2; ++t) {
+      const auto table = t == 0 ? Wt : Ht;
+      const std::uint32_t blocks = t == 0 ? ub : ib, n = t == 0 ? nu : ni;
+      std::vector<float>& rows = t == 0 ? model.users : model.items;
+      if (o.prefetch)
+        for (std::uint32_t b = 0; b < blocks; ++b) prefetch(w, table, b);
+      for (std::uint32_t b = 0; b < blocks; ++b) {
+        const auto& row = co_await w.get(table, b);
+        const auto s = row.span();
+        for (std::uint32_t j = 0; j < B && b * B + j < n; ++j)
+          for (std::uint32_t c = 0; c < W1; ++c) {
+            const std::uint64_t e = std::uint64_t{b} * B + j;
+            rows[e * W1 + c] = init_of(t, e, c) + s[j * W1 + c];
+          }
+      }
+    }
+  };
 
   auto program = [&](worker& w) -> task<> {
     rec.start_once();
@@ -150,11 +174,11 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     for (std::uint32_t b : ublocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
-          Winit[b * bw + j * W1 + c] = detail::mf_init(o.seed, 0, std::uint64_t{b} * B + j, c, R, o.init_scale);
+          Winit[b * bw + j * W1 + c] = init_of(0, std::uint64_t{b} * B + j, c);
     for (std::uint32_t b : iblocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
-          Hinit[b * bw + j * W1 + c] = detail::mf_init(o.seed, 1, std::uint64_t{b} * B + j, c, R, o.init_scale);
+          Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
     auto urow = [&](std::uint32_t u) { return Wl.data() + std::size_t{u / B} * bw + std::size_t{u % B} * W1; };
     auto irow = [&](std::uint32_t i) { return Hl.data() + std::size_t{i / B} * bw + std::size_t{i % B} * W1; };
     auto predict = [&](const io::rating& r) {
@@ -206,7 +230,7 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
         if (!train_block[b]) co_await load_h(b);
     };
 
-    // Iteration 0: the initial model (no reads needed: it is the hashed init).
+    // Iteration 0: the initial model (no reads needed: it is the hashed or the start model).
     Wl = Winit;
     Hl = Hinit;
     {
@@ -298,19 +322,14 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     }
     for (std::uint32_t b : iblocks) co_await load_h(b);
     const double fin[3] = {test_sq(), static_cast<double>(my_test.size()), static_cast<double>(my_updates)};
+    if (o.keep_model && p == 0) co_await gather_model(w);
     co_await red.publish(w, rec, fin);
-    if (red.collects(w)) co_await red.collect(w, rmse);
+    if (red.collects(w)) co_await red.collect(w, rmse, "rmse");
   };
 
   mf_run out;
-  rec.start();
-  sys.run(program);
-  out.seconds = rec.since_start();
-  out.iterations = red.iterations();
-  out.stats = sys.total_stats();
-  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
-  const auto& f = red.final_values();
-  if (f.size() < 3) throw strata::error(errc::bad_input, "train_mf: the final sums were not collected");
+  const auto& f = run_program(sys, rec, red, program, out, 3, "train_mf");
+  out.model = std::move(model);
   out.final_rmse = rmse(f[0], f[1]);
   out.sgd_updates = static_cast<std::uint64_t>(f[2] + 0.5);
   return out;

@@ -7,7 +7,9 @@
 /// every worker's slots (and a trainer's final partial sums) together through the parameter server
 /// runtime's collectives, so the merged statistics are the same whether the workers share one process or not.
 #include <strata/consistency/model.hpp>
+#include <strata/core/error.hpp>
 #include <strata/core/ids.hpp>
+#include <strata/core/trace.hpp>
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/worker.hpp>
 #include <strata/table/dense_row.hpp>
@@ -22,46 +24,32 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::ml {
 
-/// One iteration of a run, merged over all workers.
-struct iteration_stats {
-  std::uint32_t iteration = 0;  ///< 0 = the initial state, i = after iteration (clock) i
-  double elapsed_s = 0;         ///< seconds from the start until the slowest worker ended this iteration
-                                ///< (evaluation time excluded)
-  double objective = 0;         ///< the trainer's objective (MF: training loss, LDA: joint log-likelihood)
-  double metric = 0;            ///< the named metric (MF: test RMSE, LDA: joint log-likelihood)
-  std::map<std::int64_t, std::uint64_t> staleness;  ///< observed staleness of this iteration's reads -> count
-  double wait_s = 0;            ///< seconds workers spent blocked in this iteration (summed over workers)
-  std::uint64_t bytes_sent = 0; ///< transport bytes sent since the start, at the end of the iteration
+/// One iteration of a run, merged over all workers: the library's trace record
+/// (core/trace.hpp), which also keeps every worker's own elapsed time.
+using iteration_stats = iteration_record;
+using ::strata::mean_staleness;
 
-  /// Number of reads recorded in the staleness histogram.
-  std::uint64_t reads() const noexcept {
-    std::uint64_t n = 0;
-    for (auto [v, c] : staleness) n += c;
-    return n;
-  }
-  /// Mean observed staleness (0 when there were no reads).
-  double staleness_mean() const noexcept {
-    double s = 0;
-    std::uint64_t n = 0;
-    for (auto [v, c] : staleness) s += static_cast<double>(v) * static_cast<double>(c), n += c;
-    return n ? s / static_cast<double>(n) : 0.0;
-  }
-  /// Largest observed staleness (0 when there were no reads).
-  std::int64_t staleness_max() const noexcept { return staleness.empty() ? 0 : staleness.rbegin()->first; }
+/// What every trainer's outcome holds besides its own figures.
+struct run_outcome {
+  std::vector<iteration_stats> iterations;  ///< [0] = the initial state, [i] = after iteration i
+  double seconds = 0;                       ///< wall time of system::run (in this process)
+  worker_stats stats;                       ///< this process's workers' statistics merged (all workers inproc)
+  std::uint64_t bytes_sent = 0;             ///< transport bytes until the last iteration, all processes
 };
 
-/// Mean observed staleness over a set of iterations (weighted by reads).
-inline double mean_staleness(const std::vector<iteration_stats>& its) {
-  double s = 0;
-  std::uint64_t n = 0;
-  for (const auto& it : its)
-    for (auto [v, c] : it.staleness) s += static_cast<double>(v) * static_cast<double>(c), n += c;
-  return n ? s / static_cast<double>(n) : 0.0;
-}
+/// The settings every trainer shares.
+struct run_options {
+  std::uint32_t iterations = 20;  ///< clocks after the initial state
+  std::uint64_t seed = 1;         ///< every random choice of the run derives from it
+  bool prefetch = true;           ///< request an iteration's rows together rather than one at a time
+  bool keep_model = false;        ///< gather the final model into the outcome (in the process of worker 0)
+};
 
 /// Collects per-worker, per-iteration slots of this process's workers (`workers` of them, global
 /// ids first .. first + workers - 1). An iteration is complete when every one of them has
@@ -128,8 +116,13 @@ class run_recorder {
   /// Charges `seconds` of evaluation to worker w: excluded from the elapsed times it records next.
   void charge_eval(worker_id w, double seconds) { eval_s_[w - first_] += seconds; }
 
-  /// How the merged metric is made from the summed parts (default: a + b).
-  void set_metric(std::function<double(double, double)> f) { metric_ = std::move(f); }
+  /// How the merged metric is made from the summed parts (default: a + b), and its name in the trace.
+  void set_metric(std::function<double(double, double)> f, std::string name = {}) {
+    metric_ = std::move(f);
+    metric_name_ = std::move(name);
+  }
+  /// The metric's name in the trace (set_metric).
+  void set_metric_name(std::string name) { metric_name_ = std::move(name); }
 
   /// Worker w's (a local worker's) part of iteration `it`; read it on w's thread or after the run.
   const part& part_of(worker_id w, std::uint32_t it) const { return at(w, it); }
@@ -157,10 +150,13 @@ class run_recorder {
   iteration_stats merge(std::uint32_t it) const {
     iteration_stats r;
     r.iteration = it;
+    r.metric_name = metric_name_;
+    r.worker_elapsed_s.reserve(P_);
     double a = 0, b = 0;
     for (worker_id w = first_; w < first_ + P_; ++w) {
       const slot& s = at(w, it);
       r.elapsed_s = std::max(r.elapsed_s, s.elapsed_s);
+      r.worker_elapsed_s.push_back(s.elapsed_s);
       r.objective += s.objective;
       a += s.metric_a;
       b += s.metric_b;
@@ -178,6 +174,7 @@ class run_recorder {
   std::function<std::uint64_t()> bytes_;
   std::function<void(const iteration_stats&)> on_iteration_;
   std::function<double(double, double)> metric_;
+  std::string metric_name_;
   std::vector<slot> slots_;
   std::vector<std::atomic<int>> pending_;
   std::vector<std::map<std::int64_t, std::uint64_t>> last_hist_;  // per worker, touched by it only
@@ -243,19 +240,23 @@ class run_reducer {
   bool collects(const worker& w) const noexcept { return w.id() == first_local_; }
 
   /// Merges what `publish` gathered into `iterations()` and `final_values()`; `metric(a, b)` makes
-  /// the named metric from the summed metric parts. (A coroutine for the trainers' tails; it does
-  /// not wait.)
-  task<> collect(worker&, const std::function<double(double, double)>& metric) {
+  /// the metric from the summed metric parts, `metric_name` names it in the trace. Every
+  /// worker's own elapsed time is kept (iteration_record::worker_elapsed_s, by worker id). (A
+  /// coroutine for the trainers' tails; it does not wait.)
+  task<> collect(worker&, const std::function<double(double, double)>& metric, std::string metric_name = {}) {
     iterations_.clear();
     for (std::uint32_t it = 0; it <= N_; ++it) {
       iteration_stats st;
       st.iteration = it;
+      st.metric_name = metric_name;
+      st.worker_elapsed_s.assign(P_, 0.0);
       double a = 0, b = 0, bytes = 0;
       for (node_id n = 0; n < nodes_; ++n) {
         double node_bytes = 0;
         for (std::uint32_t i = 0; i < wpn_; ++i) {
           const auto& s = reports_.at(n * wpn_ + i).parts.at(it);
           st.elapsed_s = std::max(st.elapsed_s, s.elapsed_s);
+          st.worker_elapsed_s[n * wpn_ + i] = s.elapsed_s;
           st.objective += s.objective;
           a += s.metric_a;
           b += s.metric_b;
@@ -300,6 +301,32 @@ class run_reducer {
   std::vector<double> final_;
   bool collected_ = false;
 };
+
+/// The recorder of a trainer's run: this process's workers (as `red` sees them), with the
+/// transport's byte counter.
+template <class System>
+run_recorder make_recorder(System& sys, const run_reducer& red, std::uint32_t iterations,
+                           std::function<void(const iteration_stats&)> on_iteration) {
+  return run_recorder(red.local_workers(), iterations, [&sys] { return sys.transport().bytes_sent(); },
+                      std::move(on_iteration), red.first_local());
+}
+
+/// Runs a trainer's worker program on `sys` and fills the part of the outcome every trainer
+/// shares; returns the final sums the program published. Throws strata::error when fewer than
+/// `final_width` were collected (`trainer` names the caller in the message).
+template <class System, class Program>
+const std::vector<double>& run_program(System& sys, run_recorder& rec, const run_reducer& red, Program& program,
+                                       run_outcome& out, std::size_t final_width, const char* trainer) {
+  rec.start();
+  sys.run(program);
+  out.seconds = rec.since_start();
+  out.iterations = red.iterations();
+  out.stats = sys.total_stats();
+  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  if (red.final_values().size() < final_width)
+    throw strata::error(errc::bad_input, std::string(trainer) + ": the final sums were not collected");
+  return red.final_values();
+}
 
 /// Sends a request for row r now if the worker's cached copy is not fresh enough, without
 /// waiting: issuing these for every row an iteration needs turns one round trip per row into

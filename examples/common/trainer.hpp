@@ -1,0 +1,105 @@
+#pragma once
+/// \file The command line every example trainer shares: the system flags (dispatch.hpp), the run
+/// flags (--iterations --data --metrics --save --load --quiet --bench-baseline --no-prefetch),
+/// building the system the flags chose, and main's error handling. A trainer's main adds its
+/// model's flags between `add_flags` and `finish_flags`:
+///
+///     strata::examples::trainer_cli cli("mf", "strata_mf: ...");
+///     cli.add_flags(options, "V of VAP ...", "iterations", "folder with ...");
+///     cli.app.add_option("--rank", options.rank, "factor rank");
+///     cli.finish_flags();
+///     CLI11_PARSE(cli.app, argc, argv);
+///     return cli.guard([&] { ...; return 0; });   // exceptions: "strata_mf: <what>", status 1
+#include <CLI/CLI.hpp>
+#include <strata/ml/trainers/run_stats.hpp>
+#include <strata/strata.hpp>
+
+#include "common/dispatch.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace strata::examples {
+
+/// Where scripts/fetch_data.sh puts the data: $STRATA_DATA, else ~/.cache/strata.
+inline std::string default_data_dir() {
+  if (const char* d = std::getenv("STRATA_DATA"); d && *d) return d;
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/strata";
+  return ".cache/strata";
+}
+
+/// The flags and the parsed settings an example trainer shares with the others.
+struct trainer_cli {
+  std::string name;  ///< "mf", "lda": the program is strata_<name>
+  CLI::App app;
+  system_options so;
+  std::string data;     ///< --data
+  std::string metrics;  ///< --metrics FILE: the run's trace (JSON Lines)
+  std::string save;     ///< --save FILE: the trained model
+  std::string load;     ///< --load FILE: a saved model
+  bool quiet = false;   ///< --quiet: no progress line
+  bool bench = false;   ///< --bench-baseline
+
+  trainer_cli(std::string trainer, const std::string& description) : name(std::move(trainer)), app(description) {}
+
+  /// Registers the system flags and the run flags; `run` receives --iterations, --seed and
+  /// --no-prefetch (after `resolve`).
+  void add_flags(ml::run_options& run, const std::string& value_bound_help, const std::string& iterations_help,
+                 const std::string& data_help) {
+    run_ = &run;
+    add_system_flags(app, so, value_bound_help);
+    app.add_option("--iterations", run.iterations, iterations_help + " (given twice: the last counts)")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
+        ->capture_default_str();
+    app.add_option("--data", data, data_help)->capture_default_str();
+    app.add_option("--metrics", metrics, "write the run's trace (JSON Lines, one line per iteration) to FILE");
+    app.add_option("--save", save, "write the trained model to FILE (text; README describes the format)");
+    app.add_option("--load", load, "read a model saved with --save from FILE");
+    app.add_flag("--no-prefetch", [&run](std::int64_t) { run.prefetch = false; }, "request rows one at a time");
+    app.add_flag("--quiet", quiet, "no progress display");
+    app.add_flag("--bench-baseline", bench, "also time a plain single-threaded loop and print the per-thread ratio");
+  }
+  /// Registers the cluster flags: last, so that a name the trainer took becomes --node-<name>.
+  void finish_flags() { add_cluster_flags(app, so.cluster_flags); }
+
+  /// After parsing: copies the seed into the run options and resolves the cluster (tcp: rank
+  /// and world size; nodes = processes).
+  void resolve() {
+    if (run_) run_->seed = so.seed;
+    so.resolve();
+  }
+  /// True in the process that writes the trace, the model and the full summary (rank 0).
+  bool lead() const noexcept { return so.rank() == 0; }
+
+  /// Runs main's body after resolve(): an exception becomes "strata_<name>: what" on stderr and
+  /// exit status 1; otherwise the body's status.
+  template <class F>
+  int guard(F&& body) {
+    try {
+      resolve();
+      return std::forward<F>(body)();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "strata_%s: %s\n", name.c_str(), e.what());
+      return 1;
+    }
+  }
+
+ private:
+  ml::run_options* run_ = nullptr;
+};
+
+/// Builds the system the flags chose (the transport's type from dispatch; the consistency model
+/// as run-time data, so train is compiled once per transport) and returns train(system).
+template <class F>
+decltype(auto) with_system(const system_options& so, F&& train) {
+  return dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
+    strata::basic_system<T> sys(so.system_config(), so.model(), std::move(tc));
+    return train(sys);
+  });
+}
+
+}  // namespace strata::examples

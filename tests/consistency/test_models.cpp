@@ -111,15 +111,15 @@ void check_model() {
 
 }  // namespace
 
-TEST_CASE("bsp: every read is exactly the previous clock's state; nothing lost") { check_model<strata::bsp>(); }
-TEST_CASE("ssp<2>: reads within staleness 2; nothing lost") { check_model<strata::ssp<2>>(); }
+TEST_CASE("bsp: every read is exactly the previous clock's state, nothing lost") { check_model<strata::bsp>(); }
+TEST_CASE("ssp<2>: reads within staleness 2, nothing lost") { check_model<strata::ssp<2>>(); }
 TEST_CASE("ssp<dynamic_bound> takes s from the config") { check_model<strata::ssp<strata::dynamic_bound>>(); }
-TEST_CASE("essp<2>: reads within staleness 2 with pushes; nothing lost") { check_model<strata::essp<2>>(); }
-TEST_CASE("vap<8.0>: per-worker un-propagated mass stays within V/P; nothing lost") { check_model<strata::vap<8.0>>(); }
+TEST_CASE("essp<2>: reads within staleness 2 with pushes, nothing lost") { check_model<strata::essp<2>>(); }
+TEST_CASE("vap<8.0>: per-worker un-propagated mass stays within V/P, nothing lost") { check_model<strata::vap<8.0>>(); }
 TEST_CASE("vap with a run-time bound") { check_model<strata::vap<-1.0>>(); }
 TEST_CASE("async: nothing lost, own writes visible") { check_model<strata::async>(); }
 
-TEST_CASE("one node, many workers; many nodes, one worker each") {
+TEST_CASE("one node, many workers, many nodes, one worker each") {
   plan pl(4, 15, 5, 9);
   violations bad;
   run_plan<strata::essp<1>>(pl, bad, {}, 1);
@@ -210,7 +210,7 @@ TEST_CASE("a user-written policy and row type compile and keep the invariants") 
   CHECK(sys.row(t, 0).get(1) == 80);
 }
 
-TEST_CASE("sparse rows: increments that cancel leave no entry; batch inc_row") {
+TEST_CASE("sparse rows: increments that cancel leave no entry, batch inc_row") {
   strata::system<strata::essp<1>> sys({.nodes = 2, .workers_per_node = 2});
   auto t = sys.add_table<strata::sparse_row<int>>(1000);
   sys.run([&](strata::worker& w) -> strata::task<> {
@@ -230,7 +230,7 @@ TEST_CASE("sparse rows: increments that cancel leave no entry; batch inc_row") {
   CHECK(r.get(300 + 5) == 1);
 }
 
-TEST_CASE("several coroutines per worker thread share its cache and clock; nothing lost") {
+TEST_CASE("several coroutines per worker thread share its cache and clock, nothing lost") {
   strata::system<strata::ssp<1>> sys({.nodes = 2, .workers_per_node = 2});
   auto t = sys.add_table<counts>(4);
   std::atomic<int> bad{0};
@@ -329,7 +329,7 @@ TEST_CASE("a push-every-k-clocks policy keeps SSP's bound, and its pushes come o
   CHECK(moved);  // pushes did come
 }
 
-TEST_CASE("a per-table staleness policy bounds each table's reads by its own bound; nothing lost") {
+TEST_CASE("a per-table staleness policy bounds each table's reads by its own bound, nothing lost") {
   strata::system<per_table, strata::delayed<strata::inproc>> sys({.nodes = 2, .workers_per_node = 2}, delays(21));
   auto fresh = sys.add_table<counts>(4);
   auto loose = sys.add_table<counts>(4);

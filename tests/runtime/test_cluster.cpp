@@ -115,7 +115,7 @@ TEST_CASE("cluster: errors name what was wrong") {
   CHECK_THROWS_AS(strata::make_cluster(o, none.fn()), strata::error);
 }
 
-TEST_CASE("cluster: hostfile gives addresses and size; a bad line is named file:line") {
+TEST_CASE("cluster: hostfile gives addresses and size, a bad line is named file:line") {
   temp_file good("# two machines\nnode-a 7000\n\n10.200.1.2\t7001   # second\n");
   strata::cluster_options o;
   o.hostfile = good.path;

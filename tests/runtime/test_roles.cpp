@@ -97,7 +97,7 @@ TEST_CASE("coordinator and workers exchange typed app messages in order (delayed
   within(std::chrono::seconds(60), "coordinator rounds delayed", [] { coordinator_rounds<strata::delayed<strata::inproc>>(jitter(3)); });
 }
 
-TEST_CASE("workers message each other; messages of another type wait for their own receive") {
+TEST_CASE("workers message each other, messages of another type wait for their own receive") {
   within(std::chrono::seconds(60), "worker to worker", [] {
     strata::system<strata::async> sys({.nodes = 2, .workers_per_node = 2});
     std::vector<int> got(4, -1);
@@ -116,7 +116,7 @@ TEST_CASE("workers message each other; messages of another type wait for their o
   });
 }
 
-TEST_CASE("a message over the size limit is refused at send with a clear error; nothing else is lost") {
+TEST_CASE("a message over the size limit is refused at send with a clear error, nothing else is lost") {
   within(std::chrono::seconds(60), "oversize", [] {
     strata::system<strata::ssp<1>> sys({.nodes = 1, .workers_per_node = 2, .max_message = 1024});
     std::string err;
@@ -161,7 +161,7 @@ struct as_text {
 };
 }  // namespace
 
-TEST_CASE("a message that does not decode is a clear error at receive, naming type and sender; the next one is kept") {
+TEST_CASE("a message that does not decode is a clear error at receive, naming type and sender, the next one is kept") {
   within(std::chrono::seconds(60), "malformed", [] {
     strata::system<strata::ssp<0>> sys({.nodes = 1, .workers_per_node = 1});
     std::string err;

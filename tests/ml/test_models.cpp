@@ -3,6 +3,7 @@
 // trace records, the shared partitioner, and starting MF from a saved model.
 #include <doctest/doctest.h>
 
+#include "../support/ml_data.hpp"
 #include <strata/core/error.hpp>
 #include <strata/ml/lda_model.hpp>
 #include <strata/ml/mf_model.hpp>
@@ -27,31 +28,8 @@ namespace ml = strata::ml;
 
 namespace {
 
-/// A noisy rank-3 rating matrix with user and item offsets (60 users × 50 items, 40% observed),
-/// 10% of it held out.
-std::pair<ml::io::rating_set, ml::io::rating_set> ratings(std::uint64_t seed = 21) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0, 1);
-  std::uniform_real_distribution<float> u01(0, 1);
-  const int U = 60, I = 50, R = 3;
-  std::vector<float> A(U * R), B(I * R), bu(U), bi(I);
-  for (auto& x : A) x = g(rng) * 0.6f;
-  for (auto& x : B) x = g(rng) * 0.6f;
-  for (auto& x : bu) x = g(rng) * 0.3f;
-  for (auto& x : bi) x = g(rng) * 0.3f;
-  ml::io::rating_set train, test;
-  for (int u = 0; u < U; ++u)
-    for (int i = 0; i < I; ++i) {
-      if (u01(rng) > 0.4f) continue;
-      float v = 3.5f + bu[u] + bi[i] + g(rng) * 0.2f;
-      for (int f = 0; f < R; ++f) v += A[u * R + f] * B[i * R + f];
-      auto& s = u01(rng) < 0.1f ? test : train;
-      s.ratings.push_back({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(i), v});
-      s.num_users = std::max<std::uint32_t>(s.num_users, u + 1);
-      s.num_items = std::max<std::uint32_t>(s.num_items, i + 1);
-    }
-  return {train, test};
-}
+/// The synthetic ratings of tests/support/ml_data.hpp.
+std::pair<ml::io::rating_set, ml::io::rating_set> ratings(std::uint64_t seed = 21) { return strata_test::synthetic_ratings(seed); }
 
 ml::mf_trainer_options mf_opts(std::uint32_t iterations = 30) {
   ml::mf_trainer_options o;

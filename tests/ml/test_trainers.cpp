@@ -4,6 +4,7 @@
 // a few seconds.
 #include <doctest/doctest.h>
 
+#include "../support/ml_data.hpp"
 #include <strata/ml/trainers/lda_trainer.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
@@ -14,31 +15,8 @@
 
 namespace {
 
-/// A noisy rank-3 rating matrix (60 users × 50 items, 40% observed) with user/item offsets,
-/// split 90/10 at random.
-std::pair<strata::ml::io::rating_set, strata::ml::io::rating_set> synthetic_ratings(std::uint64_t seed = 7) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0, 1);
-  std::uniform_real_distribution<float> u01(0, 1);
-  const int U = 60, I = 50, R = 3;
-  std::vector<float> A(U * R), B(I * R), bu(U), bi(I);
-  for (auto& x : A) x = g(rng) * 0.6f;
-  for (auto& x : B) x = g(rng) * 0.6f;
-  for (auto& x : bu) x = g(rng) * 0.3f;
-  for (auto& x : bi) x = g(rng) * 0.3f;
-  strata::ml::io::rating_set train, test;
-  for (int u = 0; u < U; ++u)
-    for (int i = 0; i < I; ++i) {
-      if (u01(rng) > 0.4f) continue;
-      float v = 3.5f + bu[u] + bi[i] + g(rng) * 0.2f;
-      for (int f = 0; f < R; ++f) v += A[u * R + f] * B[i * R + f];
-      auto& s = u01(rng) < 0.1f ? test : train;
-      s.ratings.push_back({static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(i), v});
-      s.num_users = std::max<std::uint32_t>(s.num_users, u + 1);
-      s.num_items = std::max<std::uint32_t>(s.num_items, i + 1);
-    }
-  return {train, test};
-}
+/// The synthetic ratings of tests/support/ml_data.hpp.
+std::pair<strata::ml::io::rating_set, strata::ml::io::rating_set> synthetic_ratings(std::uint64_t seed = 7) { return strata_test::synthetic_ratings(seed); }
 
 strata::ml::mf_trainer_options mf_opts() {
   strata::ml::mf_trainer_options o;

@@ -88,11 +88,11 @@ class basic_system {
     else restart();
     for (auto& ws : workers_) {
       asio::post(ws->ctx, [this, ws = ws.get(), &program] {
-        ws->program = std::make_unique<task<>>(program(*ws->w));
+        ws->program = std::make_unique<task<>>(program(*ws->p));
         ws->program->start([this, ws](std::exception_ptr e) {
           if (e) record_error(e);
-          ws->w->finish([this, ws] {
-            if (auto se = ws->w->spawn_error()) record_error(se);
+          ws->p->finish([this, ws] {
+            if (auto se = ws->p->spawn_error()) record_error(se);
             ws->finished = true;
             progress();
           });
@@ -101,7 +101,7 @@ class basic_system {
     }
     if (coord_) {
       asio::post(coord_->ctx, [this, c = coord_.get(), &coord] {
-        c->program = std::make_unique<task<>>(std::invoke(coord, *c->c));
+        c->program = std::make_unique<task<>>(std::invoke(coord, *c->p));
         c->program->start([this, c](std::exception_ptr e) {
           if (e) record_error(e);
           c->finished = true;
@@ -136,7 +136,7 @@ class basic_system {
     std::promise<R> p;
     auto fut = p.get_future();
     asio::post(ws->ctx, [&, ws] {
-      fetch_ = std::make_unique<task<>>(fetch_into(*ws->w, h, r, p));
+      fetch_ = std::make_unique<task<>>(fetch_into(*ws->p, h, r, p));
       fetch_->start([](std::exception_ptr) {});
     });
     return fut.get();
@@ -145,7 +145,7 @@ class basic_system {
   /// Statistics of each local worker of the last run (in worker-id order).
   std::vector<worker_stats> stats() {
     std::vector<worker_stats> out;
-    for (auto& ws : workers_) out.push_back(on_thread(ws->ctx, [&] { return ws->w->stats(); }));
+    for (auto& ws : workers_) out.push_back(on_thread(ws->ctx, [&] { return ws->p->stats(); }));
     return out;
   }
   /// All local workers' statistics merged.
@@ -171,20 +171,36 @@ class basic_system {
     std::unique_ptr<server_shard> shard;
     std::thread thread;
   };
-  struct worker_slot {
+  /// A party that runs a program on a thread of its own (a worker, the coordinator).
+  template <class P>
+  struct party_slot {
     asio::io_context ctx;
-    std::unique_ptr<worker> w;
+    std::unique_ptr<P> p;
     std::unique_ptr<task<>> program;
-    bool finished = false;  // touched on the worker's thread only
+    bool finished = false;  // touched on the party's thread only
     std::thread thread;
+    bool done() const { return program && program->done() && finished; }
+    /// Between runs, on the party's thread.
+    void reset() {
+      p->reset();
+      program.reset();
+      finished = false;
+    }
   };
-  struct coordinator_slot {
-    asio::io_context ctx;
-    std::unique_ptr<coordinator> c;
-    std::unique_ptr<task<>> program;
-    bool finished = false;  // touched on the coordinator's thread only
-    std::thread thread;
-  };
+  using worker_slot = party_slot<worker>;
+  using coordinator_slot = party_slot<coordinator>;
+
+  /// Makes `slot` reachable at `at`: its coroutines resume on its thread, its messages are
+  /// delivered there.
+  template <class P>
+  void bind_party(party_slot<P>& slot, endpoint at) {
+    slot.p->set_reschedule([c = &slot.ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
+    transport_.bind(at, [this, ps = &slot](endpoint src, wire::message&& m) {
+      asio::post(ps->ctx, [this, ps, src, m = std::move(m)]() mutable {
+        guarded([&] { ps->p->on_message(src, std::move(m)); });
+      });
+    });
+  }
 
   template <row_type R>
   static task<> fetch_into(worker& w, table_handle<R> h, row_id r, std::promise<R>& out) {
@@ -217,20 +233,8 @@ class basic_system {
   void restart() {
     const bool clear = std::exchange(clear_tables_, false);
     for (auto& s : servers_) on_thread(s->ctx, [&] { s->shard->reset(clear); return 0; });
-    for (auto& ws : workers_)
-      on_thread(ws->ctx, [&] {
-        ws->w->reset();
-        ws->program.reset();
-        ws->finished = false;
-        return 0;
-      });
-    if (coord_)
-      on_thread(coord_->ctx, [&] {
-        coord_->c->reset();
-        coord_->program.reset();
-        coord_->finished = false;
-        return 0;
-      });
+    for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
+    if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
     for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
     std::unique_lock lk(mu_);
     for (;;) {
@@ -274,25 +278,15 @@ class basic_system {
       for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
         const worker_id id = n * wm_.per_node + i;
         auto ws = std::make_unique<worker_slot>();
-        ws->w = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
-        for (auto& f : worker_setup_) f(*ws->w);
-        ws->w->set_reschedule([c = &ws->ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
-        transport_.bind(wm_.of(id), [this, ws = ws.get()](endpoint src, wire::message&& m) {
-          asio::post(ws->ctx, [this, ws, src, m = std::move(m)]() mutable {
-            guarded([&] { ws->w->on_message(src, std::move(m)); });
-          });
-        });
+        ws->p = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
+        for (auto& f : worker_setup_) f(*ws->p);
+        bind_party(*ws, wm_.of(id));
         workers_.push_back(std::move(ws));
       }
       if (n == 0) {
         coord_ = std::make_unique<coordinator_slot>();
-        coord_->c = std::make_unique<coordinator>(wm_, send(wm_.coordinator()), cfg_.max_message);
-        coord_->c->set_reschedule([c = &coord_->ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
-        transport_.bind(wm_.coordinator(), [this, cs = coord_.get()](endpoint src, wire::message&& m) {
-          asio::post(cs->ctx, [this, cs, src, m = std::move(m)]() mutable {
-            guarded([&] { cs->c->on_message(src, std::move(m)); });
-          });
-        });
+        coord_->p = std::make_unique<coordinator>(wm_, send(wm_.coordinator()), cfg_.max_message);
+        bind_party(*coord_, wm_.coordinator());
       }
     }
     transport_.on_fatal([this](std::error_code ec, const std::string& what) {
@@ -378,10 +372,10 @@ class basic_system {
       if (--pending == 0) { std::lock_guard l(m); cv.notify_all(); }
     };
     for (auto& ws : workers_)
-      asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->program && ws->program->done() && ws->finished); });
+      asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->done()); });
     for (auto& s : servers_)
       asio::post(s->ctx, [&, s = s.get()] { note(s->shard->runs_finished() >= runs_); });
-    if (coord_) asio::post(coord_->ctx, [&, c = coord_.get()] { note(c->program && c->program->done() && c->finished); });
+    if (coord_) asio::post(coord_->ctx, [&, c = coord_.get()] { note(c->done()); });
     std::unique_lock l(m);
     cv.wait(l, [&] { return pending == 0; });
     return ok == parties;

@@ -372,7 +372,7 @@ class worker : public actor {
       unacked_incs_ -= q.front().incs;
       q.pop_front();
     }
-    if (all_acked()) inflight_total_ = 0;  // exact: nothing in flight holds no mass
+    if (q.empty() && all_acked()) inflight_total_ = 0;  // exact: nothing in flight holds no mass
     for (auto& t : tables_) t->ack(s, rows->acked_seq);
     byte_reader in(rows->payload.bytes);
     for (std::uint32_t i = 0; i < rows->count; ++i) {

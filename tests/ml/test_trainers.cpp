@@ -9,6 +9,7 @@
 #include <strata/ml/trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -100,15 +101,21 @@ TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within
   const auto b = strata::ml::train_mf(four, train, test, mf_opts());
   strata::system<strata::essp<2>> es({.nodes = 2, .workers_per_node = 2});
   const auto e = strata::ml::train_mf(es, train, test, mf_opts());
-  // Async bounds nothing, so its final RMSE varies from run to run (0.63-0.77 seen here, against
-  // 0.69 for BSP): only check that it learns.
+  // Async bounds nothing: on data this small one worker can finish all its iterations before
+  // another starts (observed staleness up to 59 of 60 clocks), so its final RMSE varies from run
+  // to run (0.65-0.87 seen here, against 0.69 for BSP and 0.84 for predicting the mean). Check
+  // only that it learns at some point and loses no SGD step.
   strata::system<strata::async> as({.nodes = 1, .workers_per_node = 4});
   const auto c = strata::ml::train_mf(as, train, test, mf_opts());
   INFO("1-worker " << a.final_rmse << ", 4-worker bsp " << b.final_rmse << ", essp " << e.final_rmse << ", async "
                    << c.final_rmse << " (from " << c.iterations.front().metric << ")");
   CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.05);
   CHECK(std::abs(a.final_rmse - e.final_rmse) < 0.05);
-  CHECK(c.final_rmse < c.iterations.front().metric);
+  double best = c.iterations.front().metric;
+  for (const auto& it : c.iterations) best = std::min(best, it.metric);
+  CHECK(best < c.iterations.front().metric - 0.02);
+  CHECK(std::isfinite(c.final_rmse));
+  CHECK(c.sgd_updates == std::uint64_t{mf_opts().iterations / mf_opts().clocks_per_epoch} * train.size());
   CHECK(b.stats.staleness.stats().max() == 0);
 }
 

@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(g++ cmake ninja-build meson pkg-config ccache
       libasio-dev libcereal-dev libxtensor-dev xtl-dev doctest-dev
-      libcli11-dev libbenchmark-dev "$@")
+      libcli11-dev libbenchmark-dev
+      python3-scipy python3-sklearn "$@")  # reference solvers the tests compare against (NNLS, Lasso)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,7 +2,7 @@
 # Fetches and converts the real datasets strata's ML examples and benchmarks use (see
 # /work/shared/DATASETS.md); nothing here is committed, everything lands in the cache folder.
 #
-# Usage: scripts/fetch_data.sh [movielens|spam|all]      (default: all)
+# Usage: scripts/fetch_data.sh [movielens|spam|lasso|all]      (default: all)
 # Cache: ${STRATA_DATA:-$HOME/.cache/strata}; a dataset whose files all exist is skipped, so a
 # re-run costs ~0 s. Outputs are written to temporary names and renamed at the end, so an
 # interrupted run never leaves a half-written file that a later run would mistake for done.
@@ -23,10 +23,16 @@
 #   labels.spam.txt    "ham" or "spam" on line d.
 #   Tokens: body = text after the first blank line, lowercased, every [a-z]{3,} run, minus a
 #   short stop-word list; keep words in >= 5 documents and <= 50% of documents.
+# lasso (libsvm files for strata_lasso; "label index:value ..." with 1-based indices; needs spam):
+#   diabetes.libsvm    scikit-learn's diabetes data (Debian python3-sklearn, BSD; 442 x 10, the
+#                      LARS paper's), raw features, target = disease progression. strata_lasso
+#                      --data diabetes standardises the columns and centres the target.
+#   spam.libsvm        the spam bag of words above as a design matrix: row d = document d, value =
+#                      log(1 + count), label 1 for spam, 0 for ham (strata_lasso centres it).
 set -euo pipefail
 
 what="${1:-all}"
-case "$what" in movielens|spam|all) ;; *) echo "usage: $0 [movielens|spam|all]" >&2; exit 2;; esac
+case "$what" in movielens|spam|lasso|all) ;; *) echo "usage: $0 [movielens|spam|lasso|all]" >&2; exit 2;; esac
 
 DATA="${STRATA_DATA:-$HOME/.cache/strata}"
 mkdir -p "$DATA"
@@ -177,12 +183,51 @@ EOF
   echo "spam: written to $DATA"
 }
 
-[ "$what" = spam ] || fetch_movielens
+# ---------------------------------------------------------------------------------------------
+fetch_lasso() {
+  if [ -s "$DATA/diabetes.libsvm" ] && [ -s "$DATA/spam.libsvm" ]; then echo "lasso: cached in $DATA"; return 0; fi
+  # Debian's interpreter, where python3-sklearn lives (a python3 earlier on PATH may lack it).
+  local py=/usr/bin/python3 src
+  [ -x "$py" ] || py=python3
+  "$py" -c 'import sklearn' 2>/dev/null || apt_install python3-sklearn
+  src="$("$py" -c 'import os, sklearn; print(os.path.join(os.path.dirname(sklearn.__file__), "datasets", "data"))')" \
+    || die "python3-sklearn is not importable"
+  [ -f "$src/diabetes_data_raw.csv.gz" ] || die "python3-sklearn has no $src/diabetes_data_raw.csv.gz (layout changed?)"
+  "$py" - "$src" "$DATA/docword.spam.txt" "$DATA/labels.spam.txt" "$tmp" <<'EOF'
+import gzip, math, os, sys
+src, docword, labels, out = sys.argv[1:5]
+def rows(name):
+    with gzip.open(os.path.join(src, name), "rt") as f:
+        return [l.split() for l in f if l.strip()]
+X, y = rows("diabetes_data_raw.csv.gz"), rows("diabetes_target.csv.gz")
+assert len(X) == len(y) == 442, (len(X), len(y))
+with open(os.path.join(out, "diabetes.libsvm"), "w") as f:
+    for x, t in zip(X, y):
+        f.write(t[0] + " " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(x)) + "\n")
+lab = [l.strip() for l in open(labels)]
+with open(docword) as f:
+    D, W, N = (int(f.readline()) for _ in range(3))
+    docs = [[] for _ in range(D)]
+    for line in f:
+        d, w, c = map(int, line.split())
+        docs[d - 1].append(f"{w}:{math.log1p(c):.17g}")
+with open(os.path.join(out, "spam.libsvm"), "w") as f:
+    for d in range(D):
+        f.write(("1" if lab[d] == "spam" else "0") + (" " if docs[d] else "") + " ".join(docs[d]) + "\n")
+print(f"lasso: diabetes 442 x 10; spam {D} x {W}, {N} nonzeros")
+EOF
+  mv "$tmp/diabetes.libsvm" "$DATA/diabetes.libsvm"
+  mv "$tmp/spam.libsvm" "$DATA/spam.libsvm"   # last: marks the set complete
+  echo "lasso: written to $DATA"
+}
+
+[ "$what" = spam ] || [ "$what" = lasso ] || fetch_movielens
 [ "$what" = movielens ] || fetch_spam
+[ "$what" = movielens ] || [ "$what" = spam ] || fetch_lasso
 
 # ---------------------------------------------------------------------------------------------
 # Sizes, recomputed from the files so that a cached run reports them too.
-if [ "$what" != spam ]; then
+if [ "$what" = movielens ] || [ "$what" = all ]; then
   awk '{ u[$1]; i[$2]; n++ } END { printf "movielens: %d users, %d items, %d ratings\n", length(u), length(i), n }' \
     "$DATA/ratings.txt"
   echo "movielens: train $(wc -l <"$DATA/ratings.train.txt") ratings, test $(wc -l <"$DATA/ratings.test.txt") ratings"
@@ -192,7 +237,7 @@ if [ "$what" != movielens ]; then
     "$DATA/docword.spam.txt"
   echo "spam: $(grep -c '^spam$' "$DATA/labels.spam.txt") spam, $(grep -c '^ham$' "$DATA/labels.spam.txt") ham"
 fi
-for f in ratings.txt ratings.train.txt ratings.test.txt docword.spam.txt vocab.spam.txt labels.spam.txt; do
+for f in ratings.txt ratings.train.txt ratings.test.txt docword.spam.txt vocab.spam.txt labels.spam.txt diabetes.libsvm spam.libsvm; do
   [ -f "$DATA/$f" ] && printf '%8s  %s\n' "$(du -h "$DATA/$f" | cut -f1)" "$DATA/$f"
 done
 exit 0

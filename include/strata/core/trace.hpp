@@ -211,6 +211,16 @@ class trace_writer {
     out_->flush();
     if (!*out_) throw trace_error(name_, 0, "write failed");
   }
+  /// Appends one iteration line with members of the trainer's own after the standard ones (e.g.
+  /// Lasso's "nnz"); readers ignore members they do not know.
+  void write(const iteration_record& r, const json_value::object_type& extra) {
+    if (!out_) return;
+    json_value o = to_json(r);
+    for (const auto& [k, v] : extra) o.set(k, v);
+    *out_ << o.dump() << '\n';
+    out_->flush();
+    if (!*out_) throw trace_error(name_, 0, "write failed");
+  }
   /// Appends every record.
   void write(const std::vector<iteration_record>& rs) {
     for (const auto& r : rs) write(r);

@@ -1,0 +1,283 @@
+#pragma once
+/// \file Lasso by STRADS parallel coordinate descent (the paper's Lasso app): rows of X are split
+/// over the workers, which keep their part of the residual r = y − Xβ; each round the
+/// coordinator's scheduler picks `batch` coefficients, every worker pushes x_jᵀr over its rows for
+/// each, the coordinator sums them, takes the exact coordinate step
+///
+///     β_j ← S(x_jᵀr/n + (‖x_j‖²/n)·β_j, λ) / (‖x_j‖²/n)
+///
+/// and every worker applies the changes to its residual before its next push. Objective and
+/// scaling: ml/lasso.hpp. With pipelining (depth > 1) a push may miss the last depth − 1 rounds'
+/// changes: the step for β_j itself stays exact (the coordinator uses the β_j the residual
+/// reflects), the other coefficients' changes arrive late.
+///
+/// Every `evaluate_every` rounds the workers also push ‖r‖², rᵀy and Xᵀr over their rows, and
+/// the coordinator records F(β), the duality gap and nnz(β) for the β those residuals reflect;
+/// the run stops once gap ≤ tolerance × F.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../core/error.hpp"
+#include "../../core/trace.hpp"
+#include "../../runtime/system.hpp"
+#include "../../runtime/worker.hpp"
+#include "../../sched/engine.hpp"
+#include "../../sched/scheduler.hpp"
+#include "../lasso.hpp"
+
+namespace strata::ml {
+
+/// Settings of a Lasso run.
+struct lasso_trainer_options {
+  double lambda = 0;              ///< λ; 0: lambda_fraction × λ_max
+  double lambda_fraction = 0.1;   ///< used when lambda is 0
+  std::uint64_t rounds = 1000000; ///< at most this many rounds
+  std::uint32_t batch = 1;        ///< coefficients per round
+  std::uint32_t depth = 1;        ///< pipelining: rounds in flight
+  std::uint64_t evaluate_every = 0;  ///< rounds between evaluations; 0: ceil(d / batch) (about one pass)
+  double tolerance = 1e-6;        ///< stop when the duality gap ≤ tolerance × F (0: run every round)
+};
+
+/// One evaluation of a run.
+struct lasso_point {
+  std::uint64_t round = 0;  ///< rounds whose changes the evaluated β holds
+  double elapsed_s = 0;     ///< seconds from the start when it was pulled
+  lasso_eval eval;
+  std::uint64_t nnz = 0;
+};
+
+/// The outcome (on the coordinator's process; elsewhere only `lambda` is set).
+struct lasso_run {
+  double lambda = 0;
+  std::vector<double> beta;        ///< the final coefficients
+  lasso_eval final_eval;           ///< F and gap of `beta`, computed directly from the data
+  std::uint64_t nnz = 0;
+  std::vector<lasso_point> points; ///< every evaluation, in order
+  sched::result rounds;            ///< the engine's figures (rounds, seconds, pipelining staleness)
+  std::uint64_t updates = 0;       ///< coordinate steps taken (scheduled variables, all rounds)
+
+  /// The run's trace records (iteration = round; metric "gap"), for core/trace.hpp's writer.
+  std::vector<iteration_record> trace() const {
+    std::vector<iteration_record> out;
+    for (const auto& p : points) {
+      iteration_record r;
+      r.iteration = static_cast<std::uint32_t>(p.round);
+      r.elapsed_s = p.elapsed_s;
+      r.objective = p.eval.objective;
+      r.metric = p.eval.gap;
+      r.metric_name = "gap";
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+};
+
+/// The STRADS program of Lasso (sched/engine.hpp's `program`).
+class lasso_program {
+ public:
+  struct partial_type {
+    std::uint64_t applied = 0;   ///< rounds whose changes this worker's residual holds
+    std::vector<double> g;       ///< x_jᵀr over the worker's rows, per scheduled j
+    double rss = 0, ry = 0;      ///< with evaluate: ‖r‖², rᵀy over its rows
+    std::vector<double> grad;    ///< with evaluate: Xᵀr over its rows, every column
+    template <class Ar>
+    void serialize(Ar& ar) {
+      ar(applied, g, rss, ry, grad);
+    }
+  };
+  struct update_type {
+    std::vector<sched::var_id> vars;
+    std::vector<double> delta;   ///< β_j change (0 kept: a scheduler learns from it)
+    template <class Ar>
+    void serialize(Ar& ar) {
+      ar(vars, delta);
+    }
+  };
+
+  lasso_program(const lasso_problem& p, double lambda, std::uint32_t workers, double tolerance)
+      : p_(p), lambda_(lambda), tol_(tolerance), parts_(workers), beta_(p.d, 0.0), l1_after_{0.0}, nnz_after_{0} {
+    check_lambda(lambda);
+    // Contiguous row ranges balanced by stored values (at least one row's worth each).
+    std::vector<std::uint64_t> row_nnz(p.n, 0);
+    for (auto r : p.rows) ++row_nnz[r];
+    std::vector<std::uint32_t> first(workers + 1, p.n);
+    first[0] = 0;
+    const double per = static_cast<double>(p.nnz() + p.n) / workers;
+    double acc = 0;
+    std::uint32_t w = 1;
+    for (std::uint32_t i = 0; i < p.n && w < workers; ++i) {
+      acc += static_cast<double>(row_nnz[i] + 1);
+      if (acc >= per * w) first[w++] = i + 1;
+    }
+    for (std::uint32_t k = 0; k < workers; ++k) {
+      auto& s = parts_[k];
+      s.lo = first[k];
+      s.hi = std::max(first[k], first[k + 1]);
+      s.col_offsets.assign(p.d + 1, 0);
+      for (std::uint32_t j = 0; j < p.d; ++j) {
+        for (auto q = p.col_offsets[j]; q < p.col_offsets[j + 1]; ++q)
+          if (p.rows[q] >= s.lo && p.rows[q] < s.hi) s.rows.push_back(p.rows[q] - s.lo), s.values.push_back(p.values[q]);
+        s.col_offsets[j + 1] = s.rows.size();
+      }
+      s.r.assign(p.y.begin() + s.lo, p.y.begin() + s.hi);
+      s.y = s.r;
+    }
+  }
+
+  std::uint32_t vars() const noexcept { return p_.d; }
+  double dependency(sched::var_id a, sched::var_id b) const { return p_.col_cosine(a, b); }
+  bool done() const noexcept { return done_; }
+
+  partial_type push(worker& w, const sched::plan& pl) {
+    const auto& s = parts_.at(w.id());
+    partial_type out;
+    out.applied = s.applied;
+    out.g.reserve(pl.vars.size());
+    for (auto j : pl.vars) out.g.push_back(dot(s, j));
+    if (pl.evaluate) {
+      for (std::size_t i = 0; i < s.r.size(); ++i) out.rss += s.r[i] * s.r[i], out.ry += s.r[i] * s.y[i];
+      out.grad.resize(p_.d);
+      for (std::uint32_t j = 0; j < p_.d; ++j) out.grad[j] = dot(s, j);
+    }
+    return out;
+  }
+
+  void sync(worker& w, const update_type& u) {
+    auto& s = parts_.at(w.id());
+    for (std::size_t k = 0; k < u.vars.size(); ++k) {
+      const double d = u.delta[k];
+      if (d == 0) continue;
+      const auto j = u.vars[k];
+      for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) s.r[s.rows[q]] -= s.values[q] * d;
+    }
+    ++s.applied;
+  }
+
+  update_type pull(const sched::plan& pl, std::vector<partial_type>& parts) {
+    const std::uint64_t applied = parts.front().applied;
+    for (const auto& q : parts)
+      if (q.applied != applied || q.g.size() != pl.vars.size())
+        throw error(errc::bad_frame, "lasso: workers' partials of round " + std::to_string(pl.round) + " disagree");
+    update_type u;
+    u.vars = pl.vars;
+    u.delta.reserve(pl.vars.size());
+    for (std::size_t k = 0; k < pl.vars.size(); ++k) {
+      const auto j = pl.vars[k];
+      double g = 0;
+      for (const auto& q : parts) g += q.g[k];
+      const double seen = beta_[j] - late_change(j, applied);  // the β_j the residuals hold
+      const double b = lasso_coordinate(g / p_.n + p_.sq_norm[j] * seen, p_.sq_norm[j], lambda_);
+      const double delta = b - beta_[j];
+      l1_ += std::abs(b) - std::abs(beta_[j]);
+      nnz_ += (b != 0) - (beta_[j] != 0);
+      beta_[j] = b;
+      u.delta.push_back(delta);
+    }
+    if (pl.evaluate) {
+      double rss = 0, ry = 0, mg = 0;
+      std::vector<double>& grad = parts.front().grad;
+      for (std::size_t q = 1; q < parts.size(); ++q)
+        for (std::uint32_t j = 0; j < p_.d; ++j) grad[j] += parts[q].grad[j];
+      for (const auto& q : parts) rss += q.rss, ry += q.ry;
+      for (double v : grad) mg = std::max(mg, std::abs(v));
+      lasso_point pt;
+      pt.round = applied;
+      pt.eval = lasso_eval::of(rss, ry, mg, l1_after_.at(applied), lambda_, p_.n);
+      pt.nnz = nnz_after_.at(applied);
+      pt.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      points_.push_back(pt);
+      done_ = tol_ > 0 && pt.eval.gap <= tol_ * pt.eval.objective;
+    }
+    l1_after_.push_back(std::max(0.0, l1_));
+    nnz_after_.push_back(nnz_);
+    history_.push_back(u);
+    while (history_.size() > 64) history_.pop_front(), ++history_first_;
+    return u;
+  }
+
+  void changes(const update_type& u, std::vector<sched::var_delta>& out) const {
+    for (std::size_t k = 0; k < u.vars.size(); ++k) out.push_back({u.vars[k], u.delta[k]});
+  }
+
+  /// Marks the start of the run (for the points' elapsed_s).
+  void start() { t0_ = std::chrono::steady_clock::now(); }
+  const std::vector<double>& beta() const noexcept { return beta_; }
+  const std::vector<lasso_point>& points() const noexcept { return points_; }
+
+ private:
+  struct shard {
+    std::uint32_t lo = 0, hi = 0;  // rows [lo, hi)
+    std::vector<std::uint64_t> col_offsets;
+    std::vector<std::uint32_t> rows;  // local row of each value
+    std::vector<double> values, r, y;
+    std::uint64_t applied = 0;
+  };
+  static double dot(const shard& s, sched::var_id j) noexcept {
+    double g = 0;
+    for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) g += s.values[q] * s.r[s.rows[q]];
+    return g;
+  }
+  // Σ of β_j's changes in rounds [applied, pulled so far): what a pipelined push has not seen.
+  double late_change(sched::var_id j, std::uint64_t applied) const {
+    const std::uint64_t pulled = history_first_ + history_.size();
+    if (applied >= pulled) return 0.0;
+    if (applied < history_first_) throw error(errc::bad_input, "lasso: pipelining deeper than 64 rounds");
+    double s = 0;
+    for (std::uint64_t k = applied; k < pulled; ++k) {
+      const auto& u = history_[k - history_first_];
+      for (std::size_t i = 0; i < u.vars.size(); ++i)
+        if (u.vars[i] == j) s += u.delta[i];
+    }
+    return s;
+  }
+
+  const lasso_problem& p_;
+  double lambda_, tol_;
+  std::vector<shard> parts_;
+  std::vector<double> beta_;
+  double l1_ = 0;
+  std::int64_t nnz_ = 0;
+  std::vector<double> l1_after_;          // ‖β‖₁ after k rounds
+  std::vector<std::int64_t> nnz_after_;   // nnz(β) after k rounds
+  std::deque<update_type> history_;       // the last rounds' changes
+  std::uint64_t history_first_ = 0;       // round of history_.front()
+  std::vector<lasso_point> points_;
+  bool done_ = false;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+};
+
+/// Solves the Lasso problem `p` on `sys` with scheduler `sched` (one `sys.run`).
+template <class S, class T>
+lasso_run train_lasso(basic_system<T>& sys, const lasso_problem& p, S& sched, const lasso_trainer_options& o) {
+  lasso_run out;
+  out.lambda = o.lambda > 0 ? o.lambda : o.lambda_fraction * p.lambda_max();
+  if (o.lambda < 0) throw error(errc::bad_input, "lasso: lambda must be > 0 (got " + std::to_string(o.lambda) + ")");
+  if (!(out.lambda > 0))
+    throw error(errc::bad_input, o.lambda > 0 ? "lasso: lambda must be > 0"
+                                              : "lasso: lambda_max is 0 (y is orthogonal to every column, or lambda_fraction <= 0): "
+                                                "beta = 0 is the solution for every lambda");
+  const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
+  lasso_program prog(p, out.lambda, P, o.tolerance);
+  sched::options so;
+  so.rounds = o.rounds;
+  so.batch = o.batch;
+  so.depth = o.depth;
+  so.evaluate_every = o.evaluate_every ? o.evaluate_every : (p.d + o.batch - 1) / o.batch;
+  prog.start();
+  out.rounds = sched::run(sys, prog, sched, so);
+  if (out.rounds.per_round.empty()) return out;  // not the coordinator's process
+  out.beta = prog.beta();
+  out.final_eval = lasso_evaluate(p, out.beta, out.lambda);
+  for (double b : out.beta) out.nnz += b != 0;
+  out.points = prog.points();
+  for (const auto& r : out.rounds.per_round) out.updates += r.vars;
+  return out;
+}
+
+}  // namespace strata::ml

@@ -1,0 +1,245 @@
+#pragma once
+/// \file The STRADS schedulers: `round_robin`, `uniform_random` (Shotgun), `priority` (dynamic
+/// priority, sampling ∝ |Δ|^p + η), the decorator `dependency_filter<S>` (greedy acceptance by
+/// a dependency threshold ρ) and `rotation` (a block ring, for model-partitioned LDA).
+/// Each models `strata::sched::scheduler` (sched/scheduler.hpp).
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "scheduler.hpp"
+
+namespace strata::sched {
+
+/// Variables in order, `batch` at a time, wrapping around: every variable once per
+/// ceil(vars / batch) rounds.
+class round_robin {
+ public:
+  using scheduler_tag = void;
+  static constexpr const char* name() noexcept { return "round_robin"; }
+
+  void schedule(const context& cx, plan& out) {
+    const std::uint32_t n = std::min(cx.batch, cx.vars);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (next_ >= cx.vars) next_ = 0;
+      out.vars.push_back(next_++);
+    }
+  }
+  void observe(std::span<const var_delta>) noexcept {}
+
+ private:
+  var_id next_ = 0;
+};
+
+/// Shotgun: `batch` distinct variables drawn uniformly at random each round.
+class uniform_random {
+ public:
+  using scheduler_tag = void;
+  static constexpr const char* name() noexcept { return "uniform_random"; }
+  explicit uniform_random(std::uint64_t seed = 1) : rng_(seed) {}
+
+  void schedule(const context& cx, plan& out) {
+    // Floyd's algorithm: `n` distinct values of [0, vars) in O(n) draws.
+    const std::uint32_t n = std::min(cx.batch, cx.vars);
+    const std::size_t first = out.vars.size();
+    for (std::uint32_t j = cx.vars - n; j < cx.vars; ++j) {
+      const auto t = std::uniform_int_distribution<std::uint32_t>(0, j)(rng_);
+      const bool taken = std::find(out.vars.begin() + static_cast<std::ptrdiff_t>(first), out.vars.end(), t) != out.vars.end();
+      out.vars.push_back(taken ? j : t);
+    }
+  }
+  void observe(std::span<const var_delta>) noexcept {}
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+/// Dynamic priority (STRADS): a variable's priority is |Δ|^p of its last change; a round draws
+/// `batch` distinct variables with probability ∝ priority + η, where η = eta × the mean non-zero
+/// priority (a floor, so that a variable that stopped moving is still tried now and then). A
+/// variable never updated comes first (in random order), so every variable gets a priority.
+/// p = 1 is the released STRADS code, p = 2 the paper.
+class priority {
+ public:
+  using scheduler_tag = void;
+  static constexpr const char* name() noexcept { return "priority"; }
+  struct settings {
+    double p = 1;         ///< exponent of |Δ|
+    double eta = 0.1;     ///< the floor, as a fraction of the mean non-zero priority
+    std::uint64_t seed = 1;
+  };
+  priority() : priority(settings{}) {}
+  explicit priority(settings s) : s_(s), rng_(s.seed) {
+    if (!(s.p > 0) || !(s.eta >= 0))
+      throw error(errc::bad_input, "priority scheduler: p must be > 0 and eta >= 0 (got p=" + std::to_string(s.p) +
+                                       ", eta=" + std::to_string(s.eta) + ")");
+  }
+
+  void schedule(const context& cx, plan& out) {
+    if (prio_.size() != cx.vars) reset(cx.vars);
+    const std::uint32_t n = std::min(cx.batch, cx.vars);
+    const std::size_t first = out.vars.size();
+    auto chosen = [&](var_id v) {
+      return std::find(out.vars.begin() + static_cast<std::ptrdiff_t>(first), out.vars.end(), v) != out.vars.end();
+    };
+    while (out.vars.size() - first < n && !unvisited_.empty()) {
+      out.vars.push_back(unvisited_.back());
+      unvisited_.pop_back();
+    }
+    if (out.vars.size() - first >= n) return;
+    const double eta = nonzero_ ? s_.eta * (total() / static_cast<double>(nonzero_)) : 1.0;
+    const double floor_mass = eta * cx.vars;
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    // Draw with rejection of repeats; the loop is bounded, and falls back to a scan.
+    for (std::uint32_t tries = 0; out.vars.size() - first < n && tries < 64 * n; ++tries) {
+      const double x = u01(rng_) * (total() + floor_mass);
+      const var_id v = x < floor_mass || total() <= 0
+                           ? std::uniform_int_distribution<var_id>(0, cx.vars - 1)(rng_)
+                           : find(x - floor_mass);
+      if (!chosen(v)) out.vars.push_back(v);
+    }
+    for (var_id v = 0; out.vars.size() - first < n && v < cx.vars; ++v)
+      if (!chosen(v)) out.vars.push_back(v);
+  }
+
+  void observe(std::span<const var_delta> changes) {
+    for (const auto& c : changes) {
+      if (c.var >= prio_.size()) continue;
+      const double q = std::pow(std::abs(c.delta), s_.p);
+      set(c.var, std::isfinite(q) ? q : 0.0);
+    }
+    if (++updates_ >= 4 * prio_.size()) rebuild();  // bound the floating-point drift of the sums
+  }
+
+  /// The current priority of `v` (0 before it is first observed).
+  double priority_of(var_id v) const { return v < prio_.size() ? prio_[v] : 0.0; }
+
+ private:
+  void reset(std::uint32_t vars) {
+    prio_.assign(vars, 0.0);
+    tree_.assign(vars + 1, 0.0);
+    nonzero_ = 0;
+    unvisited_.resize(vars);
+    std::iota(unvisited_.begin(), unvisited_.end(), var_id{0});
+    std::shuffle(unvisited_.begin(), unvisited_.end(), rng_);
+  }
+  // A Fenwick tree over the priorities: O(log n) updates, prefix sums and sampling.
+  void add(std::size_t i, double d) {
+    for (++i; i < tree_.size(); i += i & (~i + 1)) tree_[i] += d;
+  }
+  double total() const {
+    double s = 0;
+    for (std::size_t i = prio_.size(); i > 0; i -= i & (~i + 1)) s += tree_[i];
+    return std::max(0.0, s);
+  }
+  var_id find(double x) const {  // smallest v with prefix sum through v > x
+    std::size_t pos = 0, step = std::bit_floor(tree_.size());
+    for (; step > 0; step >>= 1)
+      if (pos + step < tree_.size() && tree_[pos + step] <= x) pos += step, x -= tree_[pos];
+    return static_cast<var_id>(std::min(pos, prio_.size() - 1));
+  }
+  void set(var_id v, double q) {
+    nonzero_ += (q != 0) - (prio_[v] != 0);
+    add(v, q - prio_[v]);
+    prio_[v] = q;
+  }
+  void rebuild() {
+    std::fill(tree_.begin(), tree_.end(), 0.0);
+    for (std::size_t i = 0; i < prio_.size(); ++i) add(i, prio_[i]);
+    updates_ = 0;
+  }
+
+  settings s_;
+  std::mt19937_64 rng_;
+  std::vector<double> prio_, tree_;
+  std::vector<var_id> unvisited_;
+  std::size_t nonzero_ = 0, updates_ = 0;
+};
+
+/// STRADS's dependency check, wrapping any scheduler S: asks S for `oversample` × batch
+/// candidates and accepts them in S's order, rejecting one whose dependency (the program's
+/// `dependency(a, b)`, e.g. |correlation| of two Lasso columns) with an already accepted one, or
+/// with a variable of a round still in flight (pipelining; a variable depends on itself with 1),
+/// is ≥ rho, until `batch` are accepted. With rho > 1 nothing is rejected; with oversample = 1 and
+/// no dependency reaching rho the schedule is exactly S's.
+template <scheduler S>
+class dependency_filter {
+ public:
+  using scheduler_tag = void;
+  static std::string name() { return std::string("dependency_filter<") + S::name() + ">"; }
+  struct settings {
+    double rho = 0.1;              ///< reject at |dependency| >= rho
+    std::uint32_t oversample = 2;  ///< candidates asked of S per accepted variable
+  };
+  dependency_filter() : dependency_filter(S{}, settings{}) {}
+  explicit dependency_filter(S inner, settings s = {}) : inner_(std::move(inner)), s_(s) {
+    if (s.oversample == 0 || !(s.rho >= 0))
+      throw error(errc::bad_input, "dependency_filter: oversample must be >= 1 and rho >= 0");
+  }
+
+  void schedule(const context& cx, plan& out) {
+    if (!cx.dependency)
+      throw error(errc::bad_input, "dependency_filter<" + std::string(S::name()) +
+                                       ">: the program offers no dependency(a, b) to check");
+    context wide = cx;
+    wide.batch = cx.batch * s_.oversample;
+    candidates_.vars.clear();
+    candidates_.owner.clear();
+    inner_.schedule(wide, candidates_);
+    const std::size_t first = out.vars.size();
+    for (std::size_t i = 0; i < candidates_.vars.size() && out.vars.size() - first < cx.batch; ++i) {
+      const var_id c = candidates_.vars[i];
+      bool ok = true;
+      for (std::size_t k = first; ok && k < out.vars.size(); ++k) ok = std::abs(cx.dependency(c, out.vars[k])) < s_.rho;
+      for (std::size_t k = 0; ok && k < cx.in_flight.size(); ++k) ok = std::abs(cx.dependency(c, cx.in_flight[k])) < s_.rho;
+      if (!ok) {
+        ++rejected_;
+        continue;
+      }
+      out.vars.push_back(c);
+      if (!candidates_.owner.empty()) out.owner.push_back(candidates_.owner[i]);
+    }
+  }
+  void observe(std::span<const var_delta> changes) { inner_.observe(changes); }
+
+  /// Candidates rejected so far.
+  std::uint64_t rejected() const noexcept { return rejected_; }
+  S& inner() noexcept { return inner_; }
+
+ private:
+  S inner_;
+  settings s_;
+  plan candidates_;
+  std::uint64_t rejected_ = 0;
+};
+
+/// A block ring for model-partitioned programs (LDA's word rotation): the variables are blocks
+/// 0 .. vars-1, and in round r block b belongs to worker (b + r) mod workers, so no two workers
+/// hold the same block in a round and, with vars == workers, every worker meets every block
+/// once per `workers` rounds. `batch` is ignored: every block is scheduled every round.
+class rotation {
+ public:
+  using scheduler_tag = void;
+  static constexpr const char* name() noexcept { return "rotation"; }
+
+  void schedule(const context& cx, plan& out) {
+    for (var_id b = 0; b < cx.vars; ++b) {
+      out.vars.push_back(b);
+      out.owner.push_back(static_cast<std::uint32_t>((b + cx.round) % cx.workers));
+    }
+  }
+  void observe(std::span<const var_delta>) noexcept {}
+};
+
+static_assert(scheduler<round_robin> && scheduler<uniform_random> && scheduler<priority> &&
+              scheduler<dependency_filter<priority>> && scheduler<rotation>);
+
+}  // namespace strata::sched

@@ -1,0 +1,163 @@
+// Lasso (include/strata/ml/lasso.hpp, ml/trainers/lasso_trainer.hpp): the sequential solver's
+// optimality conditions, STRADS coordinate descent with every scheduler, 1-4 workers and
+// pipelining against it (objective within 1e-6 relative, same support, duality gap within
+// 1e-6 F), a dependency filter at rho = 1 equal to no filter, and bad input. The comparison
+// with scikit-learn on the diabetes data is tests/ml/lasso_reference.py (ctest lasso.sklearn).
+#include <doctest/doctest.h>
+
+#include <strata/ml/lasso.hpp>
+#include <strata/ml/trainers/lasso_trainer.hpp>
+#include <strata/sched/schedulers.hpp>
+#include <strata/strata.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace ml = strata::ml;
+namespace sc = strata::sched;
+
+namespace {
+
+/// n x d, columns sharing a common factor (pairwise correlation about 0.5, two pairs near 0.95),
+/// y from 5 non-zero coefficients plus noise; optionally a column of zeros.
+ml::io::libsvm_data synthetic(std::uint32_t n = 150, std::uint32_t d = 25, bool zero_column = false, std::uint64_t seed = 4) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, 1);
+  ml::io::libsvm_data data;
+  data.num_features = d;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const double common = g(rng);
+    std::vector<double> x(d);
+    for (std::uint32_t j = 0; j < d; ++j) x[j] = g(rng) + common;
+    x[1] = x[0] + 0.3 * g(rng);
+    x[3] = x[2] + 0.3 * g(rng);
+    if (zero_column) x[d - 1] = 0;
+    double y = 2 * x[0] - 1.5 * x[2] + x[5] + 0.5 * x[9] - 0.8 * x[14] + g(rng);
+    data.labels.push_back(y);
+    for (std::uint32_t j = 0; j < d; ++j) {
+      data.indices.push_back(j);
+      data.values.push_back(x[j]);
+    }
+    data.row_offsets.push_back(data.indices.size());
+  }
+  return data;
+}
+
+ml::lasso_problem problem(bool zero_column = false) {
+  return ml::lasso_problem::from(synthetic(150, 25, zero_column), {.center_y = true, .standardize_x = true});
+}
+
+template <class S>
+ml::lasso_run strads(const ml::lasso_problem& p, S s, double lambda, std::uint32_t workers, std::uint32_t batch = 1,
+                     std::uint32_t depth = 1) {
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = workers});
+  ml::lasso_trainer_options o;
+  o.lambda = lambda;
+  o.batch = batch;
+  o.depth = depth;
+  o.tolerance = 1e-9;
+  o.rounds = 200000;
+  return ml::train_lasso(sys, p, s, o);
+}
+
+void same_optimum(const ml::lasso_run& r, const ml::lasso_solution& ref, const char* what) {
+  INFO(std::string(what) << ": F " << r.final_eval.objective << " vs " << ref.eval.objective << ", gap " << r.final_eval.gap
+            << ", rounds " << r.rounds.rounds);
+  CHECK(std::abs(r.final_eval.objective - ref.eval.objective) <= 1e-6 * ref.eval.objective);
+  CHECK(r.final_eval.gap <= 1e-6 * r.final_eval.objective);
+  REQUIRE(r.beta.size() == ref.beta.size());
+  for (std::size_t j = 0; j < ref.beta.size(); ++j) CHECK(((r.beta[j] != 0) == (ref.beta[j] != 0)));
+}
+
+}  // namespace
+
+TEST_CASE("lasso: the sequential solver meets the optimality conditions") {
+  const auto p = problem();
+  CHECK(p.n == 150);
+  CHECK(p.d == 25);
+  for (double s : p.sq_norm) CHECK(s == doctest::Approx(1.0));  // standardised: ||x_j||^2 = n
+  const double lmax = p.lambda_max();
+  // At lambda_max, beta = 0 is optimal; just below, something enters.
+  CHECK(ml::lasso_cd(p, lmax).beta == std::vector<double>(25, 0.0));
+  const auto s = ml::lasso_cd(p, 0.05 * lmax);
+  CHECK(s.eval.gap <= 1e-9 * s.eval.objective);
+  // KKT: x_j'r/n = lambda sign(beta_j) on the support, |x_j'r/n| <= lambda off it.
+  const auto r = p.residual(s.beta);
+  const double lambda = 0.05 * lmax;
+  int support = 0;
+  for (std::uint32_t j = 0; j < p.d; ++j) {
+    const double g = p.col_dot(j, r) / p.n;
+    if (s.beta[j] != 0) {
+      ++support;
+      CHECK(g == doctest::Approx(lambda * (s.beta[j] > 0 ? 1 : -1)).epsilon(1e-4));
+    } else {
+      CHECK(std::abs(g) <= lambda * (1 + 1e-6));
+    }
+  }
+  CHECK(support >= 5);
+  CHECK(s.beta[0] > 0);
+  CHECK(s.beta[2] < 0);
+}
+
+TEST_CASE("lasso by STRADS: every scheduler, 1-4 workers and pipelining reach the sequential optimum") {
+  const auto p = problem();
+  const double lambda = 0.05 * p.lambda_max();
+  const auto ref = ml::lasso_cd(p, lambda, 1e-12);
+  same_optimum(strads(p, sc::round_robin{}, lambda, 1), ref, "round_robin, 1 worker");
+  same_optimum(strads(p, sc::round_robin{}, lambda, 4), ref, "round_robin, 4 workers");
+  same_optimum(strads(p, sc::uniform_random(3), lambda, 2), ref, "uniform_random, 2 workers");
+  same_optimum(strads(p, sc::priority({.p = 1}), lambda, 2), ref, "priority p=1, 2 workers");
+  same_optimum(strads(p, sc::priority({.p = 2}), lambda, 3), ref, "priority p=2, 3 workers");
+  same_optimum(strads(p, sc::dependency_filter<sc::priority>(sc::priority{}, {.rho = 0.5}), lambda, 2, 4), ref,
+               "priority + dependency filter, batch 4");
+  // Pipelined, a push misses the changes of the rounds in flight: the dependency filter keeps
+  // variables correlated with those out of the round (without it, round robin at depth 3
+  // diverges on these correlated columns).
+  const auto piped = strads(p, sc::dependency_filter<sc::round_robin>(sc::round_robin{}, {.rho = 0.75, .oversample = 4}),
+                            lambda, 2, 1, 3);
+  same_optimum(piped, ref, "round_robin + dependency filter, pipelined depth 3");
+  CHECK(piped.rounds.staleness.stats().max() == 2);  // the pipelining staleness is measured
+}
+
+TEST_CASE("lasso by STRADS: a dependency filter with rho = 1 (oversample 1) is no filter") {
+  const auto p = problem();
+  const double lambda = 0.1 * p.lambda_max();
+  const auto a = strads(p, sc::uniform_random(11), lambda, 2, 3);
+  const auto b = strads(p, sc::dependency_filter<sc::uniform_random>(sc::uniform_random(11), {.rho = 1.0, .oversample = 1}),
+                        lambda, 2, 3);
+  CHECK(a.rounds.rounds == b.rounds.rounds);
+  CHECK(a.beta == b.beta);
+}
+
+TEST_CASE("lasso by STRADS: the trace records F, the gap and nnz, and the gap shrinks") {
+  const auto p = problem();
+  const auto r = strads(p, sc::round_robin{}, 0.05 * p.lambda_max(), 2);
+  REQUIRE(r.points.size() >= 3);
+  CHECK(r.points.front().round == 0);
+  CHECK(r.points.front().nnz == 0);
+  CHECK(r.points.back().eval.gap < r.points.front().eval.gap * 1e-6);
+  for (std::size_t i = 1; i < r.points.size(); ++i) CHECK(r.points[i].eval.objective <= r.points[i - 1].eval.objective + 1e-12);
+  const auto t = r.trace();
+  REQUIRE(t.size() == r.points.size());
+  CHECK(t.back().metric_name == "gap");
+}
+
+TEST_CASE("lasso: bad input gets a clear error, a column of zeros stays at 0") {
+  const auto p = problem(true);
+  const auto s = ml::lasso_cd(p, 0.05 * p.lambda_max());
+  CHECK(s.beta.back() == 0.0);
+  CHECK(std::isfinite(s.eval.objective));
+  const auto r = strads(p, sc::round_robin{}, 0.05 * p.lambda_max(), 2);
+  CHECK(r.beta.back() == 0.0);
+  CHECK(std::isfinite(r.final_eval.objective));
+  CHECK_THROWS_WITH_AS(ml::lasso_cd(p, 0.0), doctest::Contains("lambda must be"), strata::error);
+  CHECK_THROWS_WITH_AS(ml::lasso_cd(p, -1.0), doctest::Contains("lambda must be"), strata::error);
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  sc::round_robin rr;
+  ml::lasso_trainer_options o;
+  o.lambda = -2;
+  CHECK_THROWS_WITH_AS(ml::train_lasso(sys, p, rr, o), doctest::Contains("lambda must be"), strata::error);
+  ml::io::libsvm_data empty;
+  CHECK_THROWS_WITH_AS(ml::lasso_problem::from(empty, {}), doctest::Contains("empty"), strata::error);
+}

@@ -1,0 +1,201 @@
+// The STRADS apps of issue 10 besides Lasso: LDA by word rotation (ml/trainers/lda_rotation.hpp)
+// and MF by CCD++ (ml/trainers/mf_ccd.hpp). LDA: exact count invariants at 1, 2 and 4 workers
+// (also under ESSP: the rotation uses no table), every worker holds every block once per sweep and
+// no block is held twice in a sub-round, the initial LL equals the data-parallel trainer's, and the
+// final LL is within 3% of the data-parallel BSP trainer's after the same sweeps. MF: the same
+// result at 1, 2 and 4 workers (CCD++ is deterministic), the loss never rises, and the test RMSE
+// within 0.02 of the SGD trainer's on the synthetic ratings.
+#include <doctest/doctest.h>
+
+#include "../support/ml_data.hpp"
+#include <strata/ml/trainers/lda_rotation.hpp>
+#include <strata/ml/trainers/lda_trainer.hpp>
+#include <strata/ml/trainers/mf_ccd.hpp>
+#include <strata/ml/trainers/mf_trainer.hpp>
+#include <strata/strata.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace ml = strata::ml;
+
+namespace {
+
+/// Two planted topics over 40 words; 60 documents of 30 tokens (tests/ml/test_trainers.cpp's).
+ml::lda_corpus synthetic_corpus(std::uint64_t seed = 3) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<std::uint32_t>> docs(60);
+  for (std::size_t d = 0; d < docs.size(); ++d)
+    for (int t = 0; t < 30; ++t) {
+      const bool first = (rng() % 10) < (d % 2 ? 8u : 2u);
+      docs[d].push_back(static_cast<std::uint32_t>((first ? 0 : 20) + rng() % 20));
+    }
+  return ml::lda_corpus::from_tokens(docs, 40);
+}
+
+ml::lda_rotation_options rot_opts() {
+  ml::lda_rotation_options o;
+  o.topics = 4;
+  o.iterations = 12;
+  return o;
+}
+
+template <class C = strata::bsp>
+ml::lda_rotation_run rotation(std::uint32_t workers, const ml::lda_corpus& c, ml::lda_rotation_options o = rot_opts()) {
+  strata::system<C> sys({.nodes = 1, .workers_per_node = workers, .staleness = 2});
+  return ml::train_lda_rotation(sys, c, o);
+}
+
+ml::lda_run data_parallel(std::uint32_t workers, const ml::lda_corpus& c) {
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = workers});
+  ml::lda_trainer_options o = rot_opts();
+  return ml::train_lda(sys, c, o);
+}
+
+}  // namespace
+
+TEST_CASE("LDA rotation: exact count invariants at 1, 2 and 4 workers, every block once per sweep, none held twice") {
+  const auto corpus = synthetic_corpus();
+  for (std::uint32_t P : {1u, 2u, 4u}) {
+    CAPTURE(P);
+    const auto r = rotation(P, corpus);
+    INFO(r.invariant_error);
+    CHECK(r.invariants_ok);
+    CHECK(r.blocks == P);
+    CHECK(r.rounds == std::uint64_t{rot_opts().iterations} * P);
+    CHECK(r.block_conflicts == 0);
+    REQUIRE(r.holds.size() == std::size_t{P} * P);
+    for (std::uint32_t p = 0; p < P; ++p)
+      for (std::uint32_t b = 0; b < P; ++b) CHECK(r.holds[std::size_t{p} * P + b] == rot_opts().iterations);
+    CHECK(r.tokens_sampled == std::uint64_t{rot_opts().iterations} * corpus.tokens());
+    REQUIRE(r.iterations.size() == rot_opts().iterations + 1);
+    CHECK(r.iterations.back().metric == doctest::Approx(r.final_loglik).epsilon(1e-12));
+    CHECK(r.final_loglik > r.iterations.front().metric);
+    for (std::size_t i = 1; i < r.iterations.size(); ++i) CHECK(r.iterations[i].iteration == i);
+  }
+}
+
+TEST_CASE("LDA rotation: invariants hold under ESSP too (no table is read), with 3 workers and more blocks than words per block") {
+  const auto corpus = synthetic_corpus(9);
+  const auto r = rotation<strata::essp<2>>(3, corpus);
+  INFO(r.invariant_error);
+  CHECK(r.invariants_ok);
+  CHECK(r.block_conflicts == 0);
+  CHECK(r.tokens_sampled == std::uint64_t{rot_opts().iterations} * corpus.tokens());
+}
+
+TEST_CASE("LDA rotation: the initial LL is the data-parallel trainer's, the final LL within 3% of its BSP run") {
+  const auto corpus = synthetic_corpus(5);
+  const auto dp1 = data_parallel(1, corpus);
+  const auto dp4 = data_parallel(4, corpus);
+  REQUIRE(dp1.invariants_ok);
+  REQUIRE(dp4.invariants_ok);
+  for (std::uint32_t P : {1u, 2u, 4u}) {
+    CAPTURE(P);
+    const auto r = rotation(P, corpus);
+    REQUIRE(r.invariants_ok);
+    // Same seed and workers: the same initial topics, and the same LL formula.
+    const auto& same = P == 4 ? dp4 : dp1;
+    if (P != 2) CHECK(r.iterations.front().metric == doctest::Approx(same.iterations.front().metric).epsilon(1e-12));
+    INFO("rotation " << r.final_loglik << ", data-parallel bsp 1 worker " << dp1.final_loglik << ", 4 workers " << dp4.final_loglik
+                     << ", initial " << r.iterations.front().metric);
+    MESSAGE("LDA synthetic, " << P << " workers: rotation " << r.final_loglik << ", data-parallel bsp " << dp1.final_loglik << " / "
+                              << dp4.final_loglik);
+    CHECK(std::abs(r.final_loglik - dp1.final_loglik) < 0.03 * std::abs(dp1.final_loglik));
+    CHECK(std::abs(r.final_loglik - dp4.final_loglik) < 0.03 * std::abs(dp4.final_loglik));
+  }
+}
+
+TEST_CASE("LDA rotation: bad settings are errors") {
+  const auto corpus = synthetic_corpus();
+  auto o = rot_opts();
+  o.topics = 0;
+  CHECK_THROWS_AS(rotation(2, corpus, o), strata::error);
+  o = rot_opts();
+  o.alpha = 0;
+  CHECK_THROWS_AS(rotation(2, corpus, o), strata::error);
+  auto bad = corpus;
+  bad.words[0][0] = 40;  // beyond the vocabulary
+  CHECK_THROWS_AS(rotation(2, bad), strata::error);
+  o = rot_opts();
+  o.iterations = 0;
+  const auto r = rotation(2, corpus, o);
+  CHECK(r.invariants_ok);
+  CHECK(r.iterations.size() == 1);
+}
+
+namespace {
+
+ml::mf_ccd_options ccd_opts() {
+  ml::mf_ccd_options o;
+  o.rank = 3;
+  o.lambda = 1;
+  o.iterations = 15;
+  return o;
+}
+
+ml::mf_ccd_run ccd(std::uint32_t nodes, std::uint32_t workers, const strata::ml::io::rating_set& train,
+                   const strata::ml::io::rating_set& test, ml::mf_ccd_options o = ccd_opts()) {
+  strata::system<strata::bsp> sys({.nodes = nodes, .workers_per_node = workers});
+  return ml::train_mf_ccd(sys, train, test, o);
+}
+
+}  // namespace
+
+TEST_CASE("MF CCD++: 1, 2 and 4 workers give the same factors' RMSE; the loss never rises") {
+  const auto [train, test] = strata_test::synthetic_ratings(7);
+  const auto one = ccd(1, 1, train, test);
+  const auto two = ccd(1, 2, train, test);
+  const auto four = ccd(2, 2, train, test);
+  const std::uint32_t C = ccd_opts().rank + 2;
+  for (const auto* r : {&one, &two, &four}) {
+    REQUIRE(r->iterations.size() == ccd_opts().iterations + 1);
+    CHECK(r->column_updates == std::uint64_t{ccd_opts().iterations} * C);
+    CHECK(r->engine.rounds == std::uint64_t{ccd_opts().iterations} * C + 1);
+    for (std::size_t i = 1; i < r->iterations.size(); ++i) {
+      CHECK(r->iterations[i].iteration == i);
+      // Each coordinate step is an exact minimiser: the loss cannot rise (up to rounding).
+      CHECK(r->iterations[i].objective <= r->iterations[i - 1].objective * (1 + 1e-12));
+    }
+    CHECK(r->final_rmse < r->iterations.front().metric - 0.1);
+  }
+  for (std::size_t i = 0; i < one.iterations.size(); ++i) {
+    CHECK(two.iterations[i].metric == doctest::Approx(one.iterations[i].metric).epsilon(1e-9));
+    CHECK(four.iterations[i].metric == doctest::Approx(one.iterations[i].metric).epsilon(1e-9));
+    CHECK(four.iterations[i].objective == doctest::Approx(one.iterations[i].objective).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("MF CCD++ reaches the SGD trainer's test RMSE within 0.02 on the synthetic ratings") {
+  for (std::uint64_t seed : {7u, 11u}) {
+    CAPTURE(seed);
+    const auto [train, test] = strata_test::synthetic_ratings(seed);
+    // The SGD trainer as tests/ml/test_trainers.cpp runs it (rank 3, lambda 1, 30 epochs), 2 workers BSP.
+    ml::mf_trainer_options so;
+    so.rank = 3;
+    so.lr = 0.03;
+    so.decay = 0.05;
+    so.lambda = 1;
+    so.iterations = 60;
+    so.clocks_per_epoch = 2;
+    so.block = 4;
+    strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 2});
+    const auto sgd = ml::train_mf(s1, train, test, so);
+    const auto c = ccd(1, 2, train, test);
+    INFO("sgd " << sgd.final_rmse << ", ccd " << c.final_rmse << " (from " << c.iterations.front().metric << ")");
+    MESSAGE("MF synthetic seed " << seed << ": sgd " << sgd.final_rmse << ", ccd++ " << c.final_rmse);
+    CHECK(c.final_rmse < sgd.final_rmse + 0.02);
+  }
+}
+
+TEST_CASE("MF CCD++: bad settings are errors") {
+  const auto [train, test] = strata_test::synthetic_ratings(7);
+  auto o = ccd_opts();
+  o.rank = 0;
+  CHECK_THROWS_AS(ccd(1, 2, train, test, o), strata::error);
+  o = ccd_opts();
+  o.lambda = 0;
+  CHECK_THROWS_AS(ccd(1, 2, train, test, o), strata::error);
+  CHECK_THROWS_AS(ccd(1, 2, strata::ml::io::rating_set{}, test), strata::error);
+}

@@ -5,9 +5,12 @@
 // Σ_k n_dk = n_d, Σ_w n_wk = n_k do not hold at the end. With --vocab (vocab.spam.txt) it prints
 // each topic's top words; --save writes the word-topic counts (include/strata/ml/lda_model.hpp),
 // which --load --iterations 0 reads back to print their log p(w | z) and top words (the topic
-// assignments are not saved, so a chain cannot resume from them).
+// assignments are not saved, so a chain cannot resume from them). --mode rotation trains by
+// STRADS word rotation instead (include/strata/ml/trainers/lda_rotation.hpp: model-parallel, no
+// table; --consistency does not matter there).
 //
 //   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20 --vocab ~/.cache/strata/vocab.spam.txt
+//   strata_lda --mode rotation --workers 2 --topics 20 --iterations 10
 //   strata_lda --load lda.model --iterations 0 --vocab ~/.cache/strata/vocab.spam.txt --top 15
 //   scripts/launch.sh -n 2 -- strata_lda --transport tcp --workers 2 --consistency essp   (2 processes)
 #include <CLI/CLI.hpp>
@@ -15,6 +18,7 @@
 #include <strata/core/trace.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda_model.hpp>
+#include <strata/ml/trainers/lda_rotation.hpp>
 #include <strata/ml/trainers/lda_trainer.hpp>
 
 #include "common/metrics.hpp"
@@ -32,14 +36,18 @@ namespace {
 namespace ex = strata::examples;
 namespace ml = strata::ml;
 
-/// --vocab FILE --top N, and --max-docs.
+/// --vocab FILE --top N, --max-docs and --mode.
 struct lda_flags {
+  std::string mode = "ps";
   std::string vocab;
   std::uint32_t top = 10;
   std::uint32_t max_docs = 0;
 };
 
 void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
+  app.add_option("--mode", f.mode, "ps: data-parallel on the parameter server; rotation: STRADS model-parallel word rotation")
+      ->check(CLI::IsMember({"ps", "rotation"}))
+      ->capture_default_str();
   app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
   app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
@@ -76,8 +84,8 @@ int inspect_saved(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo,
   return 0;
 }
 
-strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus) {
-  auto c = ex::run_config(cli.so, "lda", lo.iterations);
+strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const lda_flags& f, const ml::lda_corpus& corpus) {
+  auto c = ex::run_config(cli.so, f.mode == "rotation" ? "lda_rotation" : "lda", lo.iterations);
   c.set("topics", lo.topics).set("alpha", lo.alpha).set("beta", lo.beta).set("docs", corpus.words.size())
       .set("vocab", corpus.vocab_size).set("tokens", corpus.tokens()).set("data", cli.data);
   return c;
@@ -128,11 +136,21 @@ int main(int argc, char** argv) {
     const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data)), f.max_docs);
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
 
-    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, corpus));
+    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, f, corpus));
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "lda", lo.iterations, [](double ll) { return ex::fmt("loglik %.6e", ll); });
-    const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_lda(sys, corpus, lo, progress); });
+    ml::lda_rotation_run rot;  // --mode rotation's own figures
+    auto res = ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
+      if (f.mode != "rotation") return ml::train_lda(sys, corpus, lo, progress);
+      if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
+      rot = ml::train_lda_rotation(sys, corpus, lo, progress);
+      return rot;
+    });
     line.done();
+    if (f.mode == "rotation" && !cli.lead()) res.invariants_ok = true;  // rotation checks them on rank 0 (the coordinator's)
+    if (f.mode == "rotation" && cli.lead())
+      std::printf("lda rotation: blocks=%u rounds=%llu block_conflicts=%llu\n", rot.blocks, static_cast<unsigned long long>(rot.rounds),
+                  static_cast<unsigned long long>(rot.block_conflicts));
 
     trace.write(res.iterations);
     print_summary(cli, lo, corpus, res);

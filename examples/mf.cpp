@@ -2,8 +2,12 @@
 // include/strata/ml/trainers/mf_trainer.hpp for the algorithm). Trains on MovieLens small as
 // scripts/fetch_data.sh caches it (ratings.train.txt / ratings.test.txt, a fixed 90/10 split)
 // and reports test RMSE per iteration. The model file format is in include/strata/ml/mf_model.hpp.
+// --mode ccd trains by STRADS coordinate descent instead (CCD++, include/strata/ml/trainers/mf_ccd.hpp:
+// --iterations are passes over every column, --inner rounds per column; no table, so --consistency
+// does not matter; --lr, --decay, --block, --save, --load, --predict do not apply).
 //
 //   strata_mf --consistency essp --staleness 2 --workers 4 --iterations 30 --metrics mf.jsonl --save mf.model
+//   strata_mf --mode ccd --workers 2 --rank 16 --lambda 5 --iterations 10
 //   strata_mf --load mf.model --iterations 0 --predict pairs.txt --predictions predicted.txt
 //   scripts/launch.sh -n 2 -- strata_mf --transport tcp --workers 2 --consistency essp   (2 processes)
 #include <CLI/CLI.hpp>
@@ -11,6 +15,7 @@
 #include <strata/core/trace.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf_model.hpp>
+#include <strata/ml/trainers/mf_ccd.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
 #include "common/metrics.hpp"
@@ -22,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,9 +37,11 @@ namespace ex = strata::examples;
 namespace ml = strata::ml;
 using pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
-/// --predict IN --predictions OUT.
+/// --predict IN --predictions OUT, and --mode / --inner.
 struct prediction_flags {
   std::string in, out;
+  std::string mode = "sgd";
+  std::uint32_t inner = 1;
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
@@ -44,6 +52,10 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--block", mo.block, "users/items per parameter-server row")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
+  app.add_option("--mode", pf.mode, "sgd: data-parallel SGD on the parameter server; ccd: STRADS coordinate descent (CCD++)")
+      ->check(CLI::IsMember({"sgd", "ccd"}))
+      ->capture_default_str();
+  app.add_option("--inner", pf.inner, "--mode ccd: rounds per column per iteration")->check(CLI::PositiveNumber)->capture_default_str();
   auto* in = app.add_option("--predict", pf.in, "predict ratings for the \"user item\" lines of FILE (after training)");
   auto* out = app.add_option("--predictions", pf.out, "write the --predict results to FILE, \"user item predicted_rating\"");
   in->needs(out);
@@ -86,6 +98,37 @@ void print_baseline(const ml::io::rating_set& train, const ml::mf_trainer_option
               per_thread, per_thread / base);
 }
 
+/// --mode ccd: CCD++ with the run's rank, lambda, iterations and seed.
+int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const prediction_flags& pf, const ml::io::rating_set& train,
+              const ml::io::rating_set& test) {
+  if (!cli.load.empty() || !cli.save.empty() || !pf.in.empty()) throw std::runtime_error("--mode ccd: --load, --save and --predict are not supported");
+  ml::mf_ccd_options co;
+  co.rank = mo.rank;
+  co.lambda = mo.lambda;
+  co.iterations = mo.iterations;
+  co.seed = mo.seed;
+  co.inner = pf.inner;
+  auto c = ex::run_config(cli.so, "mf_ccd", co.iterations);
+  c.set("rank", co.rank).set("lambda", co.lambda).set("inner", co.inner).set("train_ratings", train.size()).set("test_ratings", test.size())
+      .set("data", cli.data);
+  strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), c);
+  ex::progress_line line(cli.quiet || !cli.lead());
+  const auto progress = ex::progress_printer(line, cli.so, "mf", co.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
+  const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_mf_ccd(sys, train, test, co, progress); });
+  line.done();
+  trace.write(res.iterations);
+  ex::summary s("mf", cli.so, co.iterations);
+  s.add("mode", "ccd").add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse));
+  s.add("loss", ex::fmt("%.6e", res.final_loss)).add("column_updates", std::to_string(res.column_updates));
+  s.add("bytes_sent", std::to_string(res.bytes_sent), true);
+  s.print();
+  if (cli.lead() && !std::isfinite(res.final_rmse)) {
+    std::fprintf(stderr, "strata_mf: diverged (RMSE is not finite)\n");
+    return 3;
+  }
+  return 0;
+}
+
 /// --save and --predict, from the final model.
 void write_outputs(const ex::trainer_cli& cli, const prediction_flags& pf, const pairs& to_predict, const ml::mf_biased_model& m) {
   if (!cli.save.empty()) {
@@ -113,6 +156,7 @@ int main(int argc, char** argv) {
   return cli.guard([&] {
     const auto train = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.train.txt");
     const auto test = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.test.txt");
+    if (pf.mode == "ccd") return train_ccd(cli, mo, pf, train, test);
     const auto start = load_start(cli, mo);
     const pairs to_predict = cli.lead() && !pf.in.empty() ? ml::read_pairs(pf.in) : pairs{};  // bad input fails before training
     mo.start = start ? &*start : nullptr;

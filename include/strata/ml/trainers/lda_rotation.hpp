@@ -64,8 +64,9 @@
 namespace strata::ml {
 
 /// Settings of the word-rotation trainer: those of the data-parallel trainer (topics, alpha,
-/// beta, iterations = sweeps, seed; prefetch and keep_model are not used).
-struct lda_rotation_options : lda_trainer_options {};
+/// beta, iterations = sweeps, seed; keep_model: the final counts into the outcome's `model` when
+/// every worker is in this process; prefetch is not used).
+using lda_rotation_options = lda_trainer_options;
 
 /// The outcome: what `train_lda` returns (iterations [0] = initial state, [i] = after sweep i;
 /// final_loglik, tokens_sampled, invariants) plus the rotation's own figures.
@@ -304,6 +305,25 @@ class lda_rotation_program {
   bool checked() const noexcept { return checked_; }
   double final_loglik() const noexcept { return final_ll_; }
 
+  /// With every worker in this process, after the run: the word-topic counts the workers hold.
+  lda_word_topic_model model() const {
+    lda_word_topic_model m;
+    m.topics = o_.topics;
+    m.vocab = c_.vocab_size;
+    m.alpha = o_.alpha;
+    m.beta = o_.beta;
+    m.words.resize(c_.vocab_size);
+    for (const auto& s : st_)
+      if (s.block < B_)
+        for (std::size_t i = 0; i < s.rows.size(); ++i) {
+          auto& row = m.words[block_words_[s.block][i]];
+          for (const auto& tc : s.rows[i])
+            if (tc.count != 0) row.push_back(tc);
+          std::sort(row.begin(), row.end(), [](const topic_count& a, const topic_count& b) { return a.topic < b.topic; });
+        }
+    return m;
+  }
+
   /// With every worker in this process, after the run: recounts n_wk, n_dk and n_k densely from
   /// the assignments and compares them with the blocks the workers hold and the documents' counts.
   /// Returns "" when they agree.
@@ -499,7 +519,9 @@ class lda_rotation_program {
 
 /// Trains LDA on `corpus` by word rotation on `sys` (one `sys.run`; any consistency model: the
 /// run uses no table). The outcome's figures are filled in the coordinator's process (node 0's);
-/// elsewhere only `blocks` is set. `on_iteration` (optional) is called after every sweep, on the
+/// elsewhere only `blocks`, `seconds`, `stats` and `bytes_sent` are (and `invariants_ok` is false:
+/// the check ran on node 0). With `keep_model` and every worker in this process, `model`
+/// holds the final word-topic counts. `on_iteration` (optional) is called after every sweep, on the
 /// coordinator's thread.
 template <class T>
 lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corpus, const lda_rotation_options& o,
@@ -530,7 +552,10 @@ lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corp
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.stats = sys.total_stats();
   out.bytes_sent = sys.transport().bytes_sent();
-  if (out.engine.per_round.empty()) return out;  // not the coordinator's process
+  if (out.engine.per_round.empty()) {  // not the coordinator's process
+    out.invariant_error = "checked in the coordinator's process (node 0)";
+    return out;
+  }
   out.iterations.push_back(first);
   for (const auto& r : prog.iterations()) out.iterations.push_back(r);
   out.rounds = prog.pulled();
@@ -543,6 +568,7 @@ lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corp
   bool local = true;
   for (node_id n = 0; n < sys.config().nodes; ++n) local = local && sys.transport().is_local(n);
   if (err.empty() && local) err = prog.recount();
+  if (local && o.keep_model) out.model = prog.model();
   if (err.empty() && out.block_conflicts > 0) err = std::to_string(out.block_conflicts) + " block(s) held by two workers in a round";
   out.invariants_ok = err.empty();
   out.invariant_error = err;

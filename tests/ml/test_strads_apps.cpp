@@ -76,6 +76,20 @@ TEST_CASE("LDA rotation: exact count invariants at 1, 2 and 4 workers, every blo
   }
 }
 
+TEST_CASE("LDA rotation: keep_model hands back the final word-topic counts") {
+  const auto corpus = synthetic_corpus();
+  auto o = rot_opts();
+  o.keep_model = true;
+  const auto r = rotation(2, corpus, o);
+  REQUIRE(r.invariants_ok);
+  CHECK(r.model.topics == o.topics);
+  CHECK(r.model.words.size() == corpus.vocab_size);
+  CHECK(r.model.tokens() == static_cast<std::int64_t>(corpus.tokens()));
+  // log p(w | z) from the model equals the final LL without the documents' part, which is below it.
+  CHECK(r.model.word_loglik() < 0);
+  CHECK(r.model.word_loglik() > r.final_loglik);
+}
+
 TEST_CASE("LDA rotation: invariants hold under ESSP too (no table is read), with 3 workers and more blocks than words per block") {
   const auto corpus = synthetic_corpus(9);
   const auto r = rotation<strata::essp<2>>(3, corpus);

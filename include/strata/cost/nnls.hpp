@@ -237,4 +237,25 @@ inline nnls_result nnls(const xt::xtensor<double, 2>& A, const xt::xtensor<doubl
   return res;
 }
 
+/// Unconstrained least squares min ‖Ax − b‖₂ by Householder QR with column pivoting (the solver of
+/// nnls' subproblems); when A is rank-deficient, the coefficients of columns that depend on
+/// earlier ones are 0. Throws strata::error(bad_input) on a shape mismatch or a non-finite entry.
+inline xt::xtensor<double, 1> least_squares(const xt::xtensor<double, 2>& A, const xt::xtensor<double, 1>& b) {
+  const std::size_t m = A.shape(0), n = A.shape(1);
+  if (b.shape(0) != m)
+    throw error(errc::bad_input, "least_squares: A has " + std::to_string(m) + " rows but b has " + std::to_string(b.shape(0)) + " entries");
+  for (std::size_t i = 0; i < m; ++i) {
+    if (!std::isfinite(b(i))) throw error(errc::bad_input, "least_squares: b[" + std::to_string(i) + "] is not finite");
+    for (std::size_t j = 0; j < n; ++j)
+      if (!std::isfinite(A(i, j)))
+        throw error(errc::bad_input, "least_squares: A[" + std::to_string(i) + "][" + std::to_string(j) + "] is not finite");
+  }
+  std::vector<std::size_t> cols(n);
+  std::iota(cols.begin(), cols.end(), std::size_t{0});
+  const auto z = detail::nnls_subproblem(A, b, cols);
+  xt::xtensor<double, 1> x = xt::zeros<double>({n});
+  for (std::size_t j = 0; j < n; ++j) x(j) = z[j];
+  return x;
+}
+
 }  // namespace strata::cost

@@ -14,7 +14,7 @@
 ///                static std::array<double, size> features(const probe_point&); };   // uses p.iteration
 ///
 /// `hemingway_features` = {1, log i, i, m·log i}; `with_staleness_drag<F>` adds s·log i (stale
-/// reads slow the decay). `iterations_to(target, p)` is the first i whose predicted f(i) ≤ target.
+/// reads slow the decay); `with_scale<F>` adds log s and log s·log i (s the data scale). `iterations_to(target, p)` is the first i whose predicted f(i) ≤ target.
 #include <strata/core/error.hpp>
 #include <strata/core/json.hpp>
 #include <strata/cost/nnls.hpp>
@@ -66,6 +66,27 @@ struct with_staleness_drag {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
     x[F::size] = p.staleness * std::log(p.iteration);
+    return x;
+  }
+};
+
+/// F plus log s and log s · log i, s the data scale: with more data, one iteration does more work
+/// (the intercept) and the decay rate changes (the slope), so probes on fractions extrapolate.
+template <convergence_features F>
+struct with_scale {
+  static constexpr std::size_t size = F::size + 2;
+  static std::array<std::string_view, size> names() {
+    std::array<std::string_view, size> n{};
+    std::ranges::copy(F::names(), n.begin());
+    n[F::size] = "log s";
+    n[F::size + 1] = "log s log i";
+    return n;
+  }
+  static std::array<double, size> features(const probe_point& p) {
+    std::array<double, size> x{};
+    std::ranges::copy(F::features(p), x.begin());
+    x[F::size] = std::log(p.scale);
+    x[F::size + 1] = std::log(p.scale) * std::log(p.iteration);
     return x;
   }
 };

@@ -7,7 +7,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace strata::cost {
 
@@ -47,6 +51,51 @@ inline double effective_staleness(const std::string& consistency, double stalene
   if (consistency == "ssp" || consistency == "essp") return staleness;
   if (consistency == "async" || consistency == "vap") return unbounded_as;
   throw error(errc::bad_input, "unknown consistency model '" + consistency + "' (bsp|ssp|essp|vap|async)");
+}
+
+/// A consistency model and its staleness bound, as a planner names it: "bsp", "ssp:2", "essp:1",
+/// "vap", "async".
+struct model_choice {
+  std::string name = "bsp";
+  double staleness = 0;
+  /// Parses "NAME" or "NAME:S"; throws strata::error(bad_input) for an unknown name or a bad S.
+  static model_choice parse(const std::string& text) {
+    model_choice m;
+    const auto colon = text.find(':');
+    m.name = text.substr(0, colon);
+    if (colon != std::string::npos) {
+      try {
+        std::size_t used = 0;
+        m.staleness = std::stod(text.substr(colon + 1), &used);
+        if (used != text.size() - colon - 1 || m.staleness < 0) throw std::invalid_argument(text);
+      } catch (const std::exception&) {
+        throw error(errc::bad_input, "model '" + text + "': the staleness after ':' must be a number >= 0");
+      }
+    }
+    (void)effective_staleness(m.name, m.staleness, 0);  // validates the name
+    return m;
+  }
+};
+
+/// Every combination of workers × scales × models, with one latency and core count; async and vap
+/// get `unbounded_staleness` (effective_staleness).
+inline std::vector<probe_point> grid(std::span<const double> workers, std::span<const double> scales, std::span<const model_choice> models,
+                                     double latency_s, double cores, double unbounded_staleness) {
+  std::vector<probe_point> out;
+  for (double s : scales)
+    for (double m : workers)
+      for (const auto& mc : models) {
+        probe_point p;
+        p.workers = m;
+        p.scale = s;
+        p.consistency = mc.name;
+        p.staleness = effective_staleness(mc.name, mc.staleness, unbounded_staleness);
+        p.eager = mc.name == "essp";
+        p.latency_s = latency_s;
+        p.cores = cores;
+        out.push_back(std::move(p));
+      }
+  return out;
 }
 
 /// A probe point as JSON (for a fit file).

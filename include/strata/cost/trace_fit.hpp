@@ -7,6 +7,8 @@
 /// and `cores`. The objective is normalised per data item (`size`, else `train_ratings`, else
 /// `tokens`, else 1) so runs on different data fractions compare, and negated for a trainer that
 /// maximises it (LDA's log-likelihood), so the convergence model always sees a value to minimise.
+/// With `fit_quantity::metric` the metric (MF: test RMSE; LDA: log-likelihood, negated) is followed
+/// instead, as it is.
 ///
 /// Bad input is an error, never a silent fit: a malformed line, non-increasing iteration numbers,
 /// a non-finite or decreasing elapsed time, a non-finite objective, or too few iterations, all as
@@ -27,8 +29,13 @@
 
 namespace strata::cost {
 
+/// What the convergence model follows: the trainer's objective (normalised per data item), or its
+/// metric (MF's test RMSE, LDA's log-likelihood), which is often comparable across data fractions.
+enum class fit_quantity { objective, metric };
+
 /// How traces become fit points.
 struct trace_fit_options {
+  fit_quantity quantity = fit_quantity::objective;
   double unbounded_staleness = 8;  ///< effective staleness of async and vap (effective_staleness)
   double cores = 0;                ///< cores, when the trace does not say (0: one per worker)
   std::uint32_t warmup = 1;        ///< time per iteration is measured from this iteration on (the
@@ -42,7 +49,8 @@ struct run_trace {
   std::vector<iteration_record> iterations;
   std::vector<std::size_t> lines;  ///< the line of each record in the file
   double size = 1;                 ///< data items the objective is divided by
-  bool maximise = false;           ///< the trainer maximises its objective (negated for the models)
+  bool maximise = false;           ///< the followed quantity is maximised (negated for the models)
+  fit_quantity quantity = fit_quantity::objective;
   json_value raw_config;
 };
 
@@ -95,6 +103,8 @@ inline run_trace read_run_trace(const std::filesystem::path& path, const trace_f
       if (!t.iterations.empty() && rec->elapsed_s < t.iterations.back().elapsed_s)
         detail::trace_fail(t.file, line, "\"elapsed_s\" decreases");
       if (!std::isfinite(rec->objective)) detail::trace_fail(t.file, line, "\"objective\" is not a finite number (a diverged run?)");
+      if (opt.quantity == fit_quantity::metric && !std::isfinite(rec->metric))
+        detail::trace_fail(t.file, line, "the metric \"" + rec->metric_name + "\" is not a finite number (a diverged run?)");
       t.iterations.push_back(std::move(*rec));
       t.lines.push_back(line);
     }
@@ -105,8 +115,14 @@ inline run_trace read_run_trace(const std::filesystem::path& path, const trace_f
   const double size = detail::config_number(t.raw_config, "size",
                                             detail::config_number(t.raw_config, "train_ratings", detail::config_number(t.raw_config, "tokens", 1)));
   t.size = size > 0 ? size : 1;
-  t.maximise = detail::config_string(t.raw_config, "trainer", "") == "lda" ||
-               detail::config_string(t.raw_config, "objective", "") == "maximise";
+  t.quantity = opt.quantity;
+  if (opt.quantity == fit_quantity::metric) {
+    t.size = 1;
+    t.maximise = !t.iterations.empty() && t.iterations.front().metric_name == "loglik";
+  } else {
+    t.maximise = detail::config_string(t.raw_config, "trainer", "") == "lda" ||
+                 detail::config_string(t.raw_config, "objective", "") == "maximise";
+  }
   return t;
 }
 
@@ -129,7 +145,14 @@ inline timing_point timing_of(const run_trace& t, const trace_fit_options& opt =
   return p;
 }
 
-/// The run's normalised objective at each iteration (iteration 0 included; the convergence model
+/// The value the convergence model sees for one record of the run: the objective per data item, or
+/// the metric; negated when it is maximised.
+inline double value_of(const run_trace& t, const iteration_record& r) {
+  const double v = t.quantity == fit_quantity::metric ? r.metric : r.objective / t.size;
+  return t.maximise ? -v : v;
+}
+
+/// The run's value (value_of) at each iteration (iteration 0 included; the convergence model
 /// leaves out what it cannot use).
 inline std::vector<progress_point> progress_of(const run_trace& t) {
   std::vector<progress_point> out;
@@ -137,17 +160,14 @@ inline std::vector<progress_point> progress_of(const run_trace& t) {
     progress_point p;
     p.at = t.config;
     p.at.iteration = t.iterations[k].iteration;
-    p.value = (t.maximise ? -1.0 : 1.0) * t.iterations[k].objective / t.size;
+    p.value = value_of(t, t.iterations[k]);
     p.source = t.file + ":" + std::to_string(t.lines[k]);
     out.push_back(std::move(p));
   }
   return out;
 }
 
-/// The normalised objective of a value of this run's trainer (as progress_of makes them).
-inline double normalised_objective(const run_trace& t, double objective) { return (t.maximise ? -1.0 : 1.0) * objective / t.size; }
-
-/// The first iteration at which the run's normalised objective is ≤ target, and the elapsed
+/// The first iteration at which the run's value (value_of) is ≤ target, and the elapsed
 /// seconds then; {-1, -1} when the run never gets there.
 struct reached {
   double iteration = -1, seconds = -1;
@@ -155,7 +175,7 @@ struct reached {
 };
 inline reached time_to(const run_trace& t, double target) {
   for (const auto& r : t.iterations)
-    if (normalised_objective(t, r.objective) <= target) return {static_cast<double>(r.iteration), r.elapsed_s};
+    if (value_of(t, r) <= target) return {static_cast<double>(r.iteration), r.elapsed_s};
   return {};
 }
 

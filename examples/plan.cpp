@@ -39,7 +39,7 @@ namespace {
 namespace ex = strata::examples;
 namespace ml = strata::ml;
 namespace cost = strata::cost;
-using system_f = cost::with_staleness<cost::with_cores<cost::ernest_features>>;
+using system_f = cost::with_push<cost::with_staleness<cost::with_cores<cost::ernest_features>>>;
 using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway_features>>;
 
 struct flags {
@@ -48,7 +48,7 @@ struct flags {
   std::uint32_t probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
   std::vector<double> fractions{0.1, 0.2, 0.3}, probe_workers{1, 2, 3}, heldout_fractions{1.0}, heldout_workers{1, 2, 3, 4};
-  std::vector<std::string> probe_models{"bsp", "ssp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
+  std::vector<std::string> probe_models{"bsp", "ssp:2", "essp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
   bool measure = false;
 };
 

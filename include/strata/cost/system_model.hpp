@@ -17,8 +17,9 @@
 ///     auto model = system_model<with_staleness<ernest_features>>::fit(points);
 ///
 /// Decorators in the manner of transport's `delayed<T>` append a term to any features policy:
-/// `with_cores<F>` (compute slows down once workers outnumber cores) and `with_staleness<F>`
-/// (per-clock blocking on a latency, amortised over the staleness window).
+/// `with_cores<F>` (compute slows down once workers outnumber cores), `with_staleness<F>`
+/// (per-clock blocking on a latency, amortised over the staleness window) and `with_push<F>` (the
+/// extra blocking of models that pull rows rather than have them pushed).
 #include <strata/core/error.hpp>
 #include <strata/core/json.hpp>
 #include <strata/cost/nnls.hpp>
@@ -105,6 +106,26 @@ struct with_staleness {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
     x[F::size] = p.latency_s / (1.0 + p.staleness);
+    return x;
+  }
+};
+
+/// F plus latency/(1 + s) for models that pull rows (0 under eager pushes, essp): with
+/// with_staleness, pull models pay θ_a + θ_b per unit of that blocking term and push models θ_a
+/// only. Probes of both kinds identify the split; without them NNLS picks one of the equal fits.
+template <system_features F>
+struct with_push {
+  static constexpr std::size_t size = F::size + 1;
+  static std::array<std::string_view, size> names() {
+    std::array<std::string_view, size> n{};
+    std::ranges::copy(F::names(), n.begin());
+    n[F::size] = "pull blocking latency/(1+s), 0 when eager";
+    return n;
+  }
+  static std::array<double, size> features(const probe_point& p) {
+    std::array<double, size> x{};
+    std::ranges::copy(F::features(p), x.begin());
+    x[F::size] = p.eager ? 0.0 : p.latency_s / (1.0 + p.staleness);
     return x;
   }
 };

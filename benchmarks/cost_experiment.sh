@@ -13,7 +13,7 @@ export BUILD_DIR="${BUILD_DIR:-$root/build}"
 bash "$root/scripts/configure.sh"
 cmake --build "$BUILD_DIR" --target strata_plan
 DELAY="${DELAY:-200}" SEED="${SEED:-1}"
-MF_BUDGET="${MF_BUDGET:-30}" MF_TARGET="${MF_TARGET:-0.915}" MF_PROBE_ITERS="${MF_PROBE_ITERS:-12}" MF_ITERS="${MF_ITERS:-30}"
+MF_BUDGET="${MF_BUDGET:-30}" MF_TARGET="${MF_TARGET:-0.915}" MF_PROBE_ITERS="${MF_PROBE_ITERS:-14}" MF_ITERS="${MF_ITERS:-30}"
 LDA_BUDGET="${LDA_BUDGET:-40}" LDA_TARGET="${LDA_TARGET:-9.3}" LDA_PROBE_ITERS="${LDA_PROBE_ITERS:-8}" LDA_ITERS="${LDA_ITERS:-20}"
 LDA_DOCS="${LDA_DOCS:-2000}" TOPICS="${TOPICS:-20}"
 out="$root/benchmarks/results/cost"

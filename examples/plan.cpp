@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <string>
@@ -45,7 +46,7 @@ using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway
 struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
   double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
-  std::uint32_t probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
+  std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
   std::vector<double> fractions{0.1, 0.2, 0.3}, probe_workers{1, 2, 3}, heldout_fractions{1.0}, heldout_workers{1, 2, 3, 4};
   std::vector<std::string> probe_models{"bsp", "ssp:2", "essp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
   app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file (default: ~/.cache/strata)");
   app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->capture_default_str();
   app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->capture_default_str();
+  app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
   app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();
   app.add_option("--fractions", f.fractions, "data fractions the probes may use")->capture_default_str();
   app.add_option("--probe-workers", f.probe_workers, "worker counts the probes may use")->capture_default_str();
@@ -154,53 +156,69 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir);
     const double latency = f.delay_us * 1e-6;
     if (f.quantity.empty()) f.quantity = f.trainer == "mf" ? "metric" : "objective";
-    const cost::trace_fit_options to{.quantity = f.quantity == "metric" ? cost::fit_quantity::metric : cost::fit_quantity::objective,
+    cost::trace_fit_options to{.quantity = f.quantity == "metric" ? cost::fit_quantity::metric : cost::fit_quantity::objective,
                                      .unbounded_staleness = f.unbounded, .cores = cores};
 
-    // Probes: a calibration run (the cheapest candidate) prices the rest, then the design spends the budget.
-    const auto candidates = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
-    const auto cheapest = std::min_element(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    if (f.warmup == 0) f.warmup = f.trainer == "mf" ? 5 : 1;
+    to.warmup = f.warmup;
+    if (f.probe_iterations < f.warmup + 2) throw std::invalid_argument("--probe-iterations must be at least --warmup + 2");
+
+    // Probes: a calibration run (the cheapest candidate) prices the rest; then, one probe at a time,
+    // the design spends what is left of the budget, priced by the models fitted so far once there
+    // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
+    auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
+    const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
       return a.scale / a.workers < b.scale / b.workers;
     });
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<cost::run_trace> probes;
-    auto probe = [&](const cost::probe_point& p) {
+    std::vector<cost::probe_point> made;
+    auto probe = [&](std::vector<cost::probe_point>::iterator p) {
       const auto file = dir / ("probe_" + std::to_string(probes.size()) + ".jsonl");
-      std::printf("probe %zu: %s\n", probes.size(), p.describe().c_str());
+      std::printf("probe %zu: %s\n", probes.size(), p->describe().c_str());
       std::fflush(stdout);
-      w.run(p, f.probe_iterations, file);
+      w.run(*p, f.probe_iterations, file);
       probes.push_back(cost::read_run_trace(file, to));
+      made.push_back(*p);
+      remaining.erase(p);
     };
-    probe(*cheapest);
+    const auto calib = *cheapest;
+    probe(cheapest);
     const double calib_s = seconds_since(t0), calib_it = cost::timing_of(probes[0], to).seconds_per_iteration;
-    const double setup_s = std::max(0.0, calib_s - calib_it * f.probe_iterations);
-    // Rough price before any fit: set-up + iterations × the calibration's time, scaled by s/min(m, cores).
-    auto price = [&](const cost::probe_point& p) {
-      const double work = (p.scale / std::min(p.workers, cores)) / (cheapest->scale / std::min(cheapest->workers, cores));
-      return setup_s + f.probe_iterations * calib_it * std::max(0.5, work);
-    };
-    const auto design = cost::a_optimal_design<system_f>(candidates, price, {.budget = std::max(0.0, f.budget - calib_s)});
-    for (auto k : design.chosen) {
-      if (&candidates[k] == &*cheapest) continue;
-      // The price is a guess: stop at the budget, once there are enough probes to fit.
-      if (seconds_since(t0) > f.budget && probes.size() > system_f::size) break;
-      probe(candidates[k]);
+    const double setup_s = std::max(0.0, calib_s - cost::startup_of(probes[0], to).seconds_per_iteration -
+                                             calib_it * (f.probe_iterations - f.warmup));
+    while (!remaining.empty()) {
+      std::function<double(const cost::probe_point&)> price = [&](const cost::probe_point& p) {
+        const double work = (p.scale / std::min(p.workers, cores)) / (calib.scale / std::min(calib.workers, cores));
+        return calib_s * std::max(0.5, work);
+      };
+      if (probes.size() > system_f::size) {
+        std::vector<cost::timing_point> tp, sp;
+        for (const auto& r : probes) tp.push_back(cost::timing_of(r, to)), sp.push_back(cost::startup_of(r, to));
+        price = [=, sys = cost::system_model<system_f>::fit(tp), up = cost::system_model<system_f>::fit(sp)](const cost::probe_point& p) {
+          return std::max(1e-3, setup_s + up.predict(p) + sys.predict(p) * (f.probe_iterations - f.warmup));
+        };
+      }
+      const double left = f.budget - seconds_since(t0);
+      const auto design = cost::a_optimal_design<system_f>(remaining, price, {.budget = left}, made);
+      if (design.chosen.empty()) break;
+      probe(remaining.begin() + static_cast<std::ptrdiff_t>(design.chosen.front()));
     }
-    for (std::size_t k = 0; probes.size() <= system_f::size && k < candidates.size(); ++k)  // too small a budget: enough to fit
-      if (std::none_of(design.chosen.begin(), design.chosen.end(), [&](auto c) { return c == k; }) && &candidates[k] != &*cheapest)
-        probe(candidates[k]);
+    while (probes.size() <= system_f::size && !remaining.empty()) probe(remaining.begin());  // too small a budget: enough to fit
     const double probe_s = seconds_since(t0);
 
     // Fit both models from the probes' trace files.
-    std::vector<cost::timing_point> tp;
+    std::vector<cost::timing_point> tp, sp;
     std::vector<cost::progress_point> pp;
     std::vector<double> finals;
     for (const auto& r : probes) {
       tp.push_back(cost::timing_of(r, to));
+      sp.push_back(cost::startup_of(r, to));
       for (auto& p : cost::progress_of(r)) pp.push_back(std::move(p));
       finals.push_back(pp.back().value);
     }
     const auto sys = cost::system_model<system_f>::fit(tp);
+    const auto startup = cost::system_model<system_f>::fit(sp);
     const auto conv = cost::convergence_model<convergence_f>::fit(pp);
     if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
       std::sort(finals.begin(), finals.end());
@@ -208,7 +226,8 @@ int main(int argc, char** argv) {
     }
 
     const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
-    const auto ranked = cost::plan(sys, conv, heldout, f.target, {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations});
+    const auto ranked = cost::plan(sys, conv, heldout, f.target,
+                                   {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
     std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %.0f s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
                 probe_s, f.budget, f.target, conv.optimum(), cost::format_plan(ranked).c_str());
 
@@ -220,7 +239,7 @@ int main(int argc, char** argv) {
                                 .set("trace", probes[k].file));
     auto out = strata::json_value::object();
     out.set("trainer", f.trainer).set("quantity", f.quantity).set("target", f.target).set("probe_seconds", probe_s).set("budget", f.budget)
-        .set("probes", std::move(probes_json)).set("system_model", sys.to_json()).set("convergence_model", conv.to_json())
+        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", sys.to_json()).set("startup_model", startup.to_json()).set("convergence_model", conv.to_json())
         .set("ranking", cost::to_json(ranked));
 
     if (f.measure) {

@@ -3,9 +3,9 @@
 # the held-out checks. Used by the ctest example.plan.tiny (examples/CMakeLists.txt):
 #   cmake -DPLAN=strata_plan -DDATA=dir -DOUT=file.json -P check_plan_json.cmake
 execute_process(
-  COMMAND ${PLAN} --trainer mf --data ${DATA} --budget 2 --probe-iterations 4 --fractions 0.5 1
+  COMMAND ${PLAN} --trainer mf --data ${DATA} --budget 2 --probe-iterations 6 --warmup 2 --fractions 0.5 1
           --probe-workers 1 2 --probe-models bsp ssp:1 --heldout-workers 1 2 3 --heldout-models bsp ssp:2 async
-          --heldout-fractions 1 --rank 4 --measure --measure-iterations 6 --out ${OUT}
+          --heldout-fractions 1 --rank 4 --measure --measure-iterations 8 --out ${OUT}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 if(NOT rc EQUAL 0)

@@ -68,6 +68,21 @@ TEST_CASE("design: prefers informative probes over repeats, and cheap over dear"
   CHECK(r2.chosen.front() == 1);
 }
 
+TEST_CASE("design: probes already made are not asked for again") {
+  // With the four distinct configurations already probed, the next pick is no longer one of them
+  // first: the best gain is elsewhere, and the criterion starts lower.
+  const auto c = grid();
+  const auto unit = [](const cost::probe_point&) { return 1.0; };
+  const auto first = cost::a_optimal_design<cost::ernest_features>(c, unit, {.budget = 4});
+  std::vector<cost::probe_point> made;
+  for (auto k : first.chosen) made.push_back(c[k]);
+  const auto next = cost::a_optimal_design<cost::ernest_features>(c, unit, {.budget = 1}, made);
+  REQUIRE(next.chosen.size() == 1);
+  CHECK(next.criterion < first.criterion);
+  const auto fresh = cost::a_optimal_design<cost::ernest_features>(c, unit, {.budget = 1});
+  CHECK(next.chosen.front() != fresh.chosen.front());
+}
+
 TEST_CASE("design: the greedy choice beats random choices of the same size") {
   const auto c = grid();
   const auto unit = [](const cost::probe_point&) { return 1.0; };

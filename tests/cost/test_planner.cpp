@@ -121,3 +121,25 @@ TEST_CASE("planner: bootstrap intervals are seeded, contain the estimate, and wi
   };
   CHECK(width(q) < width(a) / 4);
 }
+
+TEST_CASE("planner: a start-up model adds the warm-up phase to the time to target") {
+  const double target = 0.55;
+  const auto f = fit(0.0, 1);
+  // Start-up: 2 s + 1 s per worker at iteration w = 3, whatever the iterations cost after.
+  std::vector<cost::timing_point> st;
+  for (double m : {1, 2, 3, 4, 5}) {
+    cost::probe_point p;
+    p.workers = m;
+    st.push_back({p, 2 + m, "startup"});
+  }
+  const auto startup = cost::system_model<SF>::fit(st);
+  const auto cands = candidates();
+  const auto ranked = cost::plan(f.sys, f.conv, cands, target, {.bootstrap = 20, .warmup = 3}, &startup);
+  for (const auto& e : ranked) {
+    INFO("m=" << e.config.workers);
+    CHECK(e.startup_seconds == doctest::Approx(2 + e.config.workers).epsilon(1e-6));
+    REQUIRE(e.iterations > 3);
+    CHECK(e.seconds == doctest::Approx(e.startup_seconds + (e.iterations - 3) * e.seconds_per_iteration));
+  }
+  CHECK_THROWS_AS((void)cost::plan(f.sys, f.conv, cands, target, {.bootstrap = 0}, &startup), strata::error);
+}

@@ -124,11 +124,11 @@ TEST_CASE("system model: a user-added term is fitted like the others (decorators
   p2.workers = 2, p4.workers = 4, p2.cores = p4.cores = 2;
   CHECK(F::features(p4)[1] + F::features(p4)[4] == doctest::Approx(F::features(p2)[1]));
   CHECK(m.to_json().find("terms")->find("blocking latency/(1+s)")->as_number() == m.theta()[5]);
-  // with_push: the pull term is 0 under eager pushes (essp), the blocking term otherwise.
+  // with_push: the pull term is 0 under eager pushes (essp), the latency otherwise.
   using P = cost::with_push<F>;
   cost::probe_point pull, push;
   pull.latency_s = push.latency_s = 1e-3, pull.staleness = push.staleness = 1, push.eager = true;
-  CHECK(P::features(pull)[6] == doctest::Approx(5e-4));
+  CHECK(P::features(pull)[6] == doctest::Approx(1e-3));
   CHECK(P::features(push)[6] == 0);
   CHECK(P::features(push)[5] == doctest::Approx(5e-4));
   // A policy of the user's own.

@@ -70,6 +70,12 @@ TEST_CASE("trace fit: configuration, time per iteration and normalised objective
   const auto tp = cost::timing_of(r);
   CHECK(tp.seconds_per_iteration == doctest::Approx(0.25));
   CHECK(tp.source == t.path.string() + ":6");
+  // The start-up point: the elapsed time at the warm-up iteration; timing from there on.
+  CHECK(cost::startup_of(r, {.warmup = 2}).seconds_per_iteration == doctest::Approx(1.5));
+  CHECK(cost::startup_of(r, {.warmup = 2}).source == t.path.string() + ":4");
+  CHECK(cost::timing_of(r, {.warmup = 2}).seconds_per_iteration == doctest::Approx(0.25));
+  CHECK_THROWS_WITH_AS((void)cost::startup_of(r, {.warmup = 4}), doctest::Contains(":6: no iteration record from iteration 4 on"),
+                       strata::error);
   const auto pp = cost::progress_of(r);
   REQUIRE(pp.size() == 5);
   CHECK(pp[2].at.iteration == 2);

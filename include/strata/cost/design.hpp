@@ -11,6 +11,9 @@
 ///      one with the largest (V(S) − V(S ∪ {c})) / cost(c): the most variance removed per second;
 ///   3. repeat until no candidate fits.
 ///
+/// Probes already made (`already`) start S, so the design can be rerun after each probe with a
+/// price that the probes so far have made better (sequential design).
+///
 /// Features are scaled by their largest absolute value over the candidates first, so the choice
 /// does not depend on units (seconds vs microseconds of latency).
 #include <strata/core/error.hpp>
@@ -108,14 +111,19 @@ double design_criterion(std::span<const probe_point> candidates, std::span<const
 }
 
 /// Chooses probes among `candidates` for the system model with features F, each costing
-/// `cost(candidate)` (> 0), within `opt.budget` (see the file comment). Throws
-/// strata::error(bad_input) for a cost that is not finite and positive or a non-finite feature.
+/// `cost(candidate)` (> 0), within `opt.budget`, given the probes `already` made (see the file
+/// comment). Throws strata::error(bad_input) for a cost that is not finite and positive or a
+/// non-finite feature.
 template <class F>
 design_result a_optimal_design(std::span<const probe_point> candidates, const std::function<double(const probe_point&)>& cost,
-                               const design_options& opt) {
+                               const design_options& opt, std::span<const probe_point> already = {}) {
   static_assert(detail::check_system_features<F>(), "a_optimal_design<F>: F must be a features policy");
   constexpr std::size_t n = F::size;
-  const auto X = detail::scaled_features<F>(candidates);
+  std::vector<probe_point> all(candidates.begin(), candidates.end());
+  all.insert(all.end(), already.begin(), already.end());
+  auto X = detail::scaled_features<F>(all);  // scaled over both, so the criterion is one scale
+  const std::vector<std::array<double, n>> done(X.begin() + static_cast<std::ptrdiff_t>(candidates.size()), X.end());
+  X.resize(candidates.size());
   std::vector<double> c;
   for (std::size_t k = 0; k < candidates.size(); ++k) {
     const double ck = cost(candidates[k]);
@@ -126,6 +134,9 @@ design_result a_optimal_design(std::span<const probe_point> candidates, const st
   }
   std::vector<double> M(n * n, 0.0);  // XᵀX + δI of the chosen set
   for (std::size_t j = 0; j < n; ++j) M[j * n + j] = opt.ridge;
+  for (const auto& x : done)
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) M[i * n + j] += x[i] * x[j];
   auto with = [&](const std::array<double, n>& x) {
     auto m = M;
     for (std::size_t i = 0; i < n; ++i)

@@ -1,7 +1,10 @@
 #pragma once
 /// \file The planner: for each candidate configuration, the predicted time to reach a target
 /// objective = (seconds per iteration, from the system model) × (iterations to the target, from
-/// the convergence model), ranked fastest first, with a bootstrap interval: both models are refit
+/// the convergence model), ranked fastest first. Runs whose first iterations cost more than the
+/// rest (cold caches: every row's first fetch) can add a start-up model, a second system model of
+/// the elapsed time at iteration w = `planner_options::warmup`: then time(i) = startup + (i − w)·t
+/// for i ≥ w, and startup·i/w before. Each prediction comes with a bootstrap interval: the models are refit
 /// on points resampled with replacement (a seeded RNG, so a plan is repeatable), and the interval
 /// is the percentile range of the refits' predictions.
 #include <strata/core/error.hpp>
@@ -15,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -28,12 +32,14 @@ struct planner_options {
   double level = 0.9;              ///< the interval's coverage (0.9: the 5th to the 95th percentile)
   std::uint64_t seed = 1;          ///< the bootstrap's RNG
   double max_iterations = 100000;  ///< beyond this a target counts as unreachable
+  double warmup = 0;               ///< w: the iteration the start-up model's time is measured at (with a start-up model)
 };
 
 /// One candidate's prediction.
 struct plan_entry {
   probe_point config;
   double seconds_per_iteration = 0;
+  double startup_seconds = 0;  ///< predicted elapsed time at the warm-up iteration (0 without a start-up model)
   double iterations = std::numeric_limits<double>::infinity();  ///< ∞ when the target is unreachable
   double seconds = std::numeric_limits<double>::infinity();     ///< predicted time to the target
   double seconds_lo = std::numeric_limits<double>::quiet_NaN(); ///< bootstrap interval of `seconds`
@@ -51,6 +57,11 @@ inline double percentile(std::vector<double> v, double q) {
   const double f = pos - static_cast<double>(i);
   return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
 }
+/// Seconds to iteration i: t·i, or with a start-up time S at iteration w: S·i/w before w, S + (i − w)·t after.
+inline double seconds_to(double i, double t, double startup, double w) {
+  if (w <= 0) return t * i;
+  return i <= w ? startup * i / w : startup + (i - w) * t;
+}
 template <class T>
 std::vector<T> resample(const std::vector<T>& v, std::mt19937_64& rng) {
   std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
@@ -62,19 +73,23 @@ std::vector<T> resample(const std::vector<T>& v, std::mt19937_64& rng) {
 }  // namespace detail
 
 /// Predicts time to `target` (a value of the convergence model's objective) for each candidate
-/// and returns them fastest first (unreachable ones last, in candidate order).
+/// and returns them fastest first (unreachable ones last, in candidate order). `startup`
+/// (optional, with opt.warmup ≥ 1) predicts the elapsed time at iteration opt.warmup.
 template <class SF, class CF>
 std::vector<plan_entry> plan(const system_model<SF>& sys, const convergence_model<CF>& conv, std::span<const probe_point> candidates,
-                             double target, const planner_options& opt = {}) {
+                             double target, const planner_options& opt = {}, const system_model<SF>* startup = nullptr) {
   if (!std::isfinite(target)) throw error(errc::bad_input, "plan: the target is not finite");
+  if (startup && !(opt.warmup >= 1)) throw error(errc::bad_input, "plan: a start-up model needs planner_options::warmup >= 1");
+  const double w = startup ? opt.warmup : 0.0;
   std::vector<plan_entry> out;
   for (const auto& c : candidates) {
     plan_entry e;
     e.config = c;
     e.seconds_per_iteration = sys.predict(c);
+    e.startup_seconds = startup ? startup->predict(c) : 0.0;
     if (auto it = conv.iterations_to(target, c, opt.max_iterations)) {
       e.iterations = *it;
-      e.seconds = e.seconds_per_iteration * *it;
+      e.seconds = detail::seconds_to(*it, e.seconds_per_iteration, e.startup_seconds, w);
     }
     out.push_back(e);
   }
@@ -87,9 +102,11 @@ std::vector<plan_entry> plan(const system_model<SF>& sys, const convergence_mode
       try {
         const auto s = system_model<SF>::fit(detail::resample(sys.points(), rng), sys.options());
         const auto g = convergence_model<CF>::fit(detail::resample(conv.points(), rng), conv.options());
+        std::optional<system_model<SF>> u;
+        if (startup) u = system_model<SF>::fit(detail::resample(startup->points(), rng), startup->options());
         for (std::size_t k = 0; k < out.size(); ++k) {
           if (auto it = g.iterations_to(target, out[k].config, opt.max_iterations))
-            samples[k].push_back(s.predict(out[k].config) * *it);
+            samples[k].push_back(detail::seconds_to(*it, s.predict(out[k].config), u ? u->predict(out[k].config) : 0.0, w));
           else
             ++unreachable[k];
         }
@@ -120,7 +137,7 @@ inline json_value to_json(const std::vector<plan_entry>& ranked) {
     const auto& e = ranked[k];
     json_value o = json_value::object();
     o.set("rank", k + 1).set("config", to_json(e.config)).set("label", e.config.describe())
-        .set("seconds_per_iteration", e.seconds_per_iteration).set("iterations", e.iterations).set("seconds", e.seconds)
+        .set("seconds_per_iteration", e.seconds_per_iteration).set("startup_seconds", e.startup_seconds).set("iterations", e.iterations).set("seconds", e.seconds)
         .set("seconds_lo", e.seconds_lo).set("seconds_hi", e.seconds_hi).set("reachable_share", e.reachable_share);
     a.push_back(std::move(o));
   }

@@ -110,22 +110,22 @@ struct with_staleness {
   }
 };
 
-/// F plus latency/(1 + s) for models that pull rows (0 under eager pushes, essp): with
-/// with_staleness, pull models pay θ_a + θ_b per unit of that blocking term and push models θ_a
-/// only. Probes of both kinds identify the split; without them NNLS picks one of the equal fits.
+/// F plus the latency for models that pull rows (0 under eager pushes, essp): a pull model's reads
+/// wait on some clocks whatever the staleness bound (a stale row is re-fetched when it runs out),
+/// which latency/(1+s) alone cannot express. Probes of both kinds identify the term.
 template <system_features F>
 struct with_push {
   static constexpr std::size_t size = F::size + 1;
   static std::array<std::string_view, size> names() {
     std::array<std::string_view, size> n{};
     std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "pull blocking latency/(1+s), 0 when eager";
+    n[F::size] = "pull blocking latency, 0 when eager";
     return n;
   }
   static std::array<double, size> features(const probe_point& p) {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.eager ? 0.0 : p.latency_s / (1.0 + p.staleness);
+    x[F::size] = p.eager ? 0.0 : p.latency_s;
     return x;
   }
 };

@@ -152,6 +152,22 @@ inline double value_of(const run_trace& t, const iteration_record& r) {
   return t.maximise ? -v : v;
 }
 
+/// The run's elapsed seconds at iteration `opt.warmup` (the first record from there on): the point
+/// of a start-up model (planner.hpp). Throws when the trace has no record from there on but the last.
+inline timing_point startup_of(const run_trace& t, const trace_fit_options& opt = {}) {
+  std::size_t k = 0;
+  while (k < t.iterations.size() && t.iterations[k].iteration < opt.warmup) ++k;
+  if (k + 1 >= t.iterations.size())
+    detail::trace_fail(t.file, t.lines.empty() ? 1 : t.lines.back(),
+                       "no iteration record from iteration " + std::to_string(opt.warmup) + " on before the last");
+  timing_point p;
+  p.at = t.config;
+  p.seconds_per_iteration = t.iterations[k].elapsed_s;
+  p.source = t.file + ":" + std::to_string(t.lines[k]);
+  if (!(p.seconds_per_iteration > 0)) detail::trace_fail(t.file, t.lines[k], "no time elapsed by the warm-up iteration");
+  return p;
+}
+
 /// The run's value (value_of) at each iteration (iteration 0 included; the convergence model
 /// leaves out what it cannot use).
 inline std::vector<progress_point> progress_of(const run_trace& t) {

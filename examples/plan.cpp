@@ -40,7 +40,7 @@ namespace {
 namespace ex = strata::examples;
 namespace ml = strata::ml;
 namespace cost = strata::cost;
-using system_f = cost::with_push<cost::with_staleness<cost::with_cores<cost::ernest_features>>>;
+using system_f = cost::with_sync<cost::with_push<cost::with_staleness<cost::with_cores<cost::ernest_features>>>>;
 using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway_features>>;
 
 struct flags {

@@ -131,6 +131,15 @@ TEST_CASE("system model: a user-added term is fitted like the others (decorators
   CHECK(P::features(pull)[6] == doctest::Approx(1e-3));
   CHECK(P::features(push)[6] == 0);
   CHECK(P::features(push)[5] == doctest::Approx(5e-4));
+  // Models without a clock bound (async, vap) never wait for freshness: no blocking, no pull, no sync.
+  using S = cost::with_sync<P>;
+  cost::probe_point unb = pull;
+  unb.bounded = false, unb.scale = 1, unb.workers = 2;
+  CHECK(S::features(unb)[5] == 0);
+  CHECK(S::features(unb)[6] == 0);
+  CHECK(S::features(unb)[7] == 0);
+  unb.bounded = true;
+  CHECK(S::features(unb)[7] == doctest::Approx(0.5));  // s/m under a pull model
   // A policy of the user's own.
   std::vector<cost::timing_point> pts;
   for (double s : {0.5, 1.0, 2.0}) {

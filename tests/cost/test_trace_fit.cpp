@@ -64,6 +64,7 @@ TEST_CASE("trace fit: configuration, time per iteration and normalised objective
   CHECK(r.config.staleness == 3);
   CHECK(r.config.latency_s == doctest::Approx(250e-6));
   CHECK(r.config.cores == 2);
+  CHECK(r.config.bounded);
   CHECK(r.maximise);  // lda
   CHECK(r.lines == std::vector<std::size_t>{2, 3, 4, 5, 6});
   // Iteration 0 → 1 includes a 0.5 s warm-up, left out: 0.25 s per iteration from iteration 1 on.
@@ -86,6 +87,23 @@ TEST_CASE("trace fit: configuration, time per iteration and normalised objective
   // async and vap take the configured stand-in for their unbounded staleness.
   CHECK(cost::probe_from_config(strata::json_value::parse(R"({"workers": 2, "consistency": "async"})"), {.unbounded_staleness = 5})
             .staleness == 5);
+  CHECK_FALSE(cost::probe_from_config(strata::json_value::parse(R"({"workers": 2, "consistency": "vap"})")).bounded);
+}
+
+TEST_CASE("trace fit: a dip that does not last is not progress (sustained values)") {
+  // -loglik per token 12, 7 (a stale view's artefact), 11, 10, 9: the sustained values are 12, 11, 11, 10, 9.
+  std::string text = config_line + "\n";
+  const double v[] = {12, 7, 11, 10, 9};
+  for (int i = 0; i < 5; ++i) text += it_line(i, std::to_string(0.1 * (i + 1)), std::to_string(-1000 * v[i])) + "\n";
+  temp_trace t("dip.jsonl", text);
+  const auto r = cost::read_run_trace(t.path);
+  const auto pp = cost::progress_of(r);
+  const double want[] = {12, 11, 11, 10, 9};
+  for (int i = 0; i < 5; ++i) CHECK(pp[static_cast<std::size_t>(i)].value == doctest::Approx(want[i]));
+  CHECK(cost::time_to(r, 10.5).iteration == 3);
+  const auto raw = cost::read_run_trace(t.path, {.sustained = false});
+  CHECK(cost::progress_of(raw)[1].value == doctest::Approx(7));
+  CHECK(cost::time_to(raw, 10.5).iteration == 1);
 }
 
 TEST_CASE("trace fit: bad traces are errors naming the file and line") {

@@ -23,6 +23,7 @@ struct probe_point {
   std::string consistency = "bsp";  ///< bsp | ssp | essp | vap | async (labels; features use the numbers below)
   double staleness = 0;      ///< the effective staleness bound (effective_staleness)
   bool eager = false;        ///< the server pushes fresh rows (essp)
+  bool bounded = true;       ///< reads wait for rows fresh enough (bsp, ssp, essp); false: async, vap
   double latency_s = 0;      ///< injected latency per message, seconds
   double cores = 0;          ///< cores the workers share (0: at least one per worker)
   double iteration = 0;      ///< i, for convergence features; unused by system features
@@ -52,6 +53,10 @@ inline double effective_staleness(const std::string& consistency, double stalene
   if (consistency == "async" || consistency == "vap") return unbounded_as;
   throw error(errc::bad_input, "unknown consistency model '" + consistency + "' (bsp|ssp|essp|vap|async)");
 }
+
+/// True for the models whose reads wait for a row fresh enough for a clock bound (bsp, ssp, essp);
+/// async and vap never make a read wait for freshness.
+inline bool clock_bounded(const std::string& consistency) { return consistency == "bsp" || consistency == "ssp" || consistency == "essp"; }
 
 /// A consistency model and its staleness bound, as a planner names it: "bsp", "ssp:2", "essp:1",
 /// "vap", "async".
@@ -91,6 +96,7 @@ inline std::vector<probe_point> grid(std::span<const double> workers, std::span<
         p.consistency = mc.name;
         p.staleness = effective_staleness(mc.name, mc.staleness, unbounded_staleness);
         p.eager = mc.name == "essp";
+        p.bounded = clock_bounded(mc.name);
         p.latency_s = latency_s;
         p.cores = cores;
         out.push_back(std::move(p));
@@ -102,7 +108,7 @@ inline std::vector<probe_point> grid(std::span<const double> workers, std::span<
 inline json_value to_json(const probe_point& p) {
   json_value o = json_value::object();
   o.set("workers", p.workers).set("scale", p.scale).set("consistency", p.consistency).set("staleness", p.staleness)
-      .set("eager", p.eager).set("latency_s", p.latency_s).set("cores", p.cores);
+      .set("eager", p.eager).set("bounded", p.bounded).set("latency_s", p.latency_s).set("cores", p.cores);
   return o;
 }
 

@@ -18,8 +18,9 @@
 ///
 /// Decorators in the manner of transport's `delayed<T>` append a term to any features policy:
 /// `with_cores<F>` (compute slows down once workers outnumber cores), `with_staleness<F>`
-/// (per-clock blocking on a latency, amortised over the staleness window) and `with_push<F>` (the
-/// extra blocking of models that pull rows rather than have them pushed).
+/// (per-clock blocking on a latency, amortised over the staleness window), `with_push<F>` (the
+/// extra blocking of models that pull rows rather than have them pushed) and `with_sync<F>`
+/// (pull models wait for the slowest worker, a lag that grows with the compute per clock).
 #include <strata/core/error.hpp>
 #include <strata/core/json.hpp>
 #include <strata/cost/nnls.hpp>
@@ -91,8 +92,8 @@ struct with_cores {
 };
 
 /// F plus latency/(1 + staleness): a read that must be fresh waits about one round trip; with a
-/// staleness bound s it does so about once per s + 1 clocks (eager pushes hide part of it too, which
-/// the fitted coefficient cannot tell apart: fit on runs of one push mode, or add a term).
+/// staleness bound s it does so about once per s + 1 clocks (eager pushes hide part of it: see
+/// with_push). 0 for models without a clock bound (async, vap), whose reads never wait.
 template <system_features F>
 struct with_staleness {
   static constexpr std::size_t size = F::size + 1;
@@ -105,14 +106,14 @@ struct with_staleness {
   static std::array<double, size> features(const probe_point& p) {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.latency_s / (1.0 + p.staleness);
+    x[F::size] = p.bounded ? p.latency_s / (1.0 + p.staleness) : 0.0;
     return x;
   }
 };
 
-/// F plus the latency for models that pull rows (0 under eager pushes, essp): a pull model's reads
-/// wait on some clocks whatever the staleness bound (a stale row is re-fetched when it runs out),
-/// which latency/(1+s) alone cannot express. Probes of both kinds identify the term.
+/// F plus the latency for clock-bounded models that pull rows (bsp, ssp; 0 under eager pushes and
+/// for async and vap): a pull model's reads wait on some clocks whatever the staleness bound (a
+/// stale row is re-fetched when it runs out), which latency/(1+s) alone cannot express.
 template <system_features F>
 struct with_push {
   static constexpr std::size_t size = F::size + 1;
@@ -125,7 +126,27 @@ struct with_push {
   static std::array<double, size> features(const probe_point& p) {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.eager ? 0.0 : p.latency_s;
+    x[F::size] = p.eager || !p.bounded ? 0.0 : p.latency_s;
+    return x;
+  }
+};
+
+/// F plus s/m for clock-bounded models that pull rows (bsp, ssp): their reads wait for the slowest
+/// writer, whose lag grows with the compute of a clock; eager pushes (essp) and unbounded models
+/// (async, vap) hide it.
+template <system_features F>
+struct with_sync {
+  static constexpr std::size_t size = F::size + 1;
+  static std::array<std::string_view, size> names() {
+    std::array<std::string_view, size> n{};
+    std::ranges::copy(F::names(), n.begin());
+    n[F::size] = "pull sync s/m";
+    return n;
+  }
+  static std::array<double, size> features(const probe_point& p) {
+    std::array<double, size> x{};
+    std::ranges::copy(F::features(p), x.begin());
+    x[F::size] = p.eager || !p.bounded ? 0.0 : p.scale / p.workers;
     return x;
   }
 };

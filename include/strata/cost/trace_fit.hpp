@@ -20,10 +20,12 @@
 #include <strata/cost/probe.hpp>
 #include <strata/cost/system_model.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,10 @@ struct trace_fit_options {
   double cores = 0;                ///< cores, when the trace does not say (0: one per worker)
   std::uint32_t warmup = 1;        ///< time per iteration is measured from this iteration on (the
                                    ///< first includes connecting and cold caches)
+  /// Follow the sustained value: at iteration i, the worst value from i on (max over j ≥ i of the
+  /// minimised value). Removes dips that do not last, e.g. a log-likelihood summed over stale,
+  /// incomplete views in the first clocks under SSP, which reads better than the truth.
+  bool sustained = true;
 };
 
 /// One run's trace, checked, with its probe point.
@@ -51,6 +57,7 @@ struct run_trace {
   double size = 1;                 ///< data items the objective is divided by
   bool maximise = false;           ///< the followed quantity is maximised (negated for the models)
   fit_quantity quantity = fit_quantity::objective;
+  bool sustained = true;
   json_value raw_config;
 };
 
@@ -82,6 +89,7 @@ inline probe_point probe_from_config(const json_value& c, const trace_fit_option
     detail::trace_fail(file, 1, e.what());
   }
   p.eager = p.consistency == "essp";
+  p.bounded = clock_bounded(p.consistency);
   p.latency_s = detail::config_number(c, "delay_us", 0) * 1e-6;
   p.cores = detail::config_number(c, "cores", opt.cores);
   return p;
@@ -116,6 +124,7 @@ inline run_trace read_run_trace(const std::filesystem::path& path, const trace_f
                                             detail::config_number(t.raw_config, "train_ratings", detail::config_number(t.raw_config, "tokens", 1)));
   t.size = size > 0 ? size : 1;
   t.quantity = opt.quantity;
+  t.sustained = opt.sustained;
   if (opt.quantity == fit_quantity::metric) {
     t.size = 1;
     t.maximise = !t.iterations.empty() && t.iterations.front().metric_name == "loglik";
@@ -171,27 +180,30 @@ inline timing_point startup_of(const run_trace& t, const trace_fit_options& opt 
 /// The run's value (value_of) at each iteration (iteration 0 included; the convergence model
 /// leaves out what it cannot use).
 inline std::vector<progress_point> progress_of(const run_trace& t) {
-  std::vector<progress_point> out;
-  for (std::size_t k = 0; k < t.iterations.size(); ++k) {
-    progress_point p;
+  std::vector<progress_point> out(t.iterations.size());
+  double worst = -std::numeric_limits<double>::infinity();
+  for (std::size_t k = t.iterations.size(); k-- > 0;) {
+    auto& p = out[k];
     p.at = t.config;
     p.at.iteration = t.iterations[k].iteration;
-    p.value = value_of(t, t.iterations[k]);
+    const double v = value_of(t, t.iterations[k]);
+    worst = std::max(worst, v);
+    p.value = t.sustained ? worst : v;
     p.source = t.file + ":" + std::to_string(t.lines[k]);
-    out.push_back(std::move(p));
   }
   return out;
 }
 
-/// The first iteration at which the run's value (value_of) is ≤ target, and the elapsed
+/// The first iteration at which the run's value (value_of; sustained, see trace_fit_options) is ≤ target, and the elapsed
 /// seconds then; {-1, -1} when the run never gets there.
 struct reached {
   double iteration = -1, seconds = -1;
   bool ok() const noexcept { return iteration >= 0; }
 };
 inline reached time_to(const run_trace& t, double target) {
-  for (const auto& r : t.iterations)
-    if (value_of(t, r) <= target) return {static_cast<double>(r.iteration), r.elapsed_s};
+  const auto pts = progress_of(t);  // sustained values when the run asks for them
+  for (std::size_t k = 0; k < pts.size(); ++k)
+    if (pts[k].value <= target) return {pts[k].at.iteration, t.iterations[k].elapsed_s};
   return {};
 }
 

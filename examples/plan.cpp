@@ -1,0 +1,275 @@
+// strata_plan: which configuration reaches the target fastest, from a few short probe runs
+// (Hemingway / Ernest, include/strata/cost/). It chooses probes of the MF or LDA trainer on data
+// fractions and small worker counts by A-optimal design under a time budget, runs them in-process
+// (delayed<inproc> with --delay), fits the system model (time per iteration) and the convergence
+// model (objective per iteration) from their traces, predicts time to the target for held-out
+// configurations (larger data, more workers, every consistency model and staleness), prints a
+// ranked table and writes the fit as JSON; --measure also runs the held-out configurations and
+// reports the prediction errors.
+//
+//   strata_plan --trainer mf --budget 30 --delay 200 --out plan.json --measure
+//   strata_plan --trainer lda --data ~/.cache/strata/docword.spam.txt --max-docs 2000 --budget 40
+#include <CLI/CLI.hpp>
+
+#include <strata/core/trace.hpp>
+#include <strata/cost/design.hpp>
+#include <strata/cost/evaluate.hpp>
+#include <strata/cost/planner.hpp>
+#include <strata/cost/trace_fit.hpp>
+#include <strata/ml/io/bag_of_words.hpp>
+#include <strata/ml/io/ratings.hpp>
+#include <strata/ml/trainers/lda_trainer.hpp>
+#include <strata/ml/trainers/mf_trainer.hpp>
+
+#include "common/metrics.hpp"
+#include "common/trainer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+namespace ex = strata::examples;
+namespace ml = strata::ml;
+namespace cost = strata::cost;
+using system_f = cost::with_sync<cost::with_push<cost::with_staleness<cost::with_cores<cost::ernest_features>>>>;
+using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway_features>>;
+
+struct flags {
+  std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
+  double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
+  std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
+  std::uint64_t seed = 1;
+  std::vector<double> fractions{0.1, 0.2, 0.3}, probe_workers{1, 2, 3}, heldout_fractions{1.0}, heldout_workers{1, 2, 3, 4};
+  std::vector<std::string> probe_models{"bsp", "ssp:2", "essp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
+  bool measure = false;
+};
+
+/// The data of one trainer, and a run of it on a fraction of the data with one configuration.
+struct workload {
+  ml::io::rating_set train, test;
+  ml::lda_corpus corpus;
+  const flags* f = nullptr;
+
+  /// Runs `p` for `iterations` and writes its trace to `file`.
+  void run(const cost::probe_point& p, std::uint32_t iterations, const std::filesystem::path& file) const {
+    ex::system_options so;
+    so.consistency = p.consistency;
+    so.staleness = static_cast<int>(p.consistency == "ssp" || p.consistency == "essp" ? p.staleness : 0);
+    so.workers = static_cast<std::uint32_t>(p.workers);
+    so.delay_us = f->delay_us;
+    so.value_bound = f->trainer == "mf" ? 1000 : 20000;
+    so.seed = f->seed;
+    so.resolve();
+    std::mt19937_64 rng(f->seed);  // the same subset of the data for every run of a fraction
+    auto cfg = ex::run_config(so, f->trainer, iterations);
+    cfg.set("scale", p.scale).set("cores", p.cores);
+    std::vector<strata::iteration_record> its;
+    if (f->trainer == "mf") {
+      auto sub = train;
+      std::shuffle(sub.ratings.begin(), sub.ratings.end(), rng);
+      sub.ratings.resize(std::max<std::size_t>(1, static_cast<std::size_t>(p.scale * static_cast<double>(train.size()))));
+      ml::mf_trainer_options o;
+      o.iterations = iterations, o.seed = f->seed, o.rank = f->rank, o.work_repeat = f->work_repeat;
+      cfg.set("train_ratings", sub.size()).set("rank", o.rank).set("work_repeat", o.work_repeat);
+      its = ex::with_system(so, [&](auto& sys) { return ml::train_mf(sys, sub, test, o); }).iterations;
+    } else {
+      std::vector<std::size_t> docs(corpus.words.size());
+      std::iota(docs.begin(), docs.end(), std::size_t{0});
+      std::shuffle(docs.begin(), docs.end(), rng);
+      docs.resize(std::max<std::size_t>(1, static_cast<std::size_t>(p.scale * static_cast<double>(docs.size()))));
+      ml::lda_corpus sub;
+      sub.vocab_size = corpus.vocab_size;
+      for (auto d : docs) sub.words.push_back(corpus.words[d]), sub.counts.push_back(corpus.counts[d]);
+      ml::lda_trainer_options o;
+      o.iterations = iterations, o.seed = f->seed, o.topics = f->topics;
+      cfg.set("tokens", sub.tokens()).set("topics", o.topics);
+      its = ex::with_system(so, [&](auto& sys) { return ml::train_lda(sys, sub, o); }).iterations;
+    }
+    strata::trace_writer(file, cfg).write(its);
+  }
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<cost::model_choice> parse_models(const std::vector<std::string>& names) {
+  std::vector<cost::model_choice> m;
+  for (const auto& n : names) m.push_back(cost::model_choice::parse(n));
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("strata_plan: predict the fastest configuration from short probe runs (Hemingway/Ernest cost models)");
+  flags f;
+  app.add_option("--trainer", f.trainer, "mf|lda")->check(CLI::IsMember({"mf", "lda"}))->capture_default_str();
+  app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file (default: ~/.cache/strata)");
+  app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->capture_default_str();
+  app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->capture_default_str();
+  app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
+  app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();
+  app.add_option("--fractions", f.fractions, "data fractions the probes may use")->capture_default_str();
+  app.add_option("--probe-workers", f.probe_workers, "worker counts the probes may use")->capture_default_str();
+  app.add_option("--probe-models", f.probe_models, "consistency models the probes may use (bsp, ssp:S, essp:S, vap, async)")->capture_default_str();
+  app.add_option("--heldout-fractions", f.heldout_fractions, "data fractions to predict")->capture_default_str();
+  app.add_option("--heldout-workers", f.heldout_workers, "worker counts to predict")->capture_default_str();
+  app.add_option("--heldout-models", f.heldout_models, "consistency models to predict")->capture_default_str();
+  app.add_option("--unbounded-staleness", f.unbounded, "staleness the models assume for async and vap")->capture_default_str();
+  app.add_option("--target", f.target, "target value of the followed quantity (minimised; LDA's loglik is negated)");
+  app.add_option("--target-quantile", f.quantile, "without --target: this quantile of the probes' final values")->capture_default_str();
+  app.add_option("--quantity", f.quantity, "what the convergence model follows: objective (per data item) or metric (default: mf metric = test "
+                 "RMSE, lda objective = -loglik per token)")->check(CLI::IsMember({"objective", "metric"}));
+  app.add_flag("--measure", f.measure, "also run every held-out configuration and report the prediction errors");
+  app.add_option("--measure-iterations", f.measure_iterations, "iterations of each measured run")->capture_default_str();
+  app.add_option("--out", f.out, "the fit, the ranking and the checks as JSON")->capture_default_str();
+  app.add_option("--trace-dir", f.trace_dir, "where the runs' traces go (default: OUT's name + .traces)");
+  app.add_option("--max-docs", f.max_docs, "lda: documents of the full data (0: all)")->capture_default_str();
+  app.add_option("--topics", f.topics, "lda: topics")->capture_default_str();
+  app.add_option("--rank", f.rank, "mf: factor rank")->capture_default_str();
+  app.add_option("--work-repeat", f.work_repeat, "mf: repeat each SGD pass (heavier compute)")->capture_default_str();
+  app.add_option("--seed", f.seed, "random seed (runs, data subsets, bootstrap)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    workload w;
+    w.f = &f;
+    if (f.data.empty()) f.data = ex::default_data_dir() + (f.trainer == "lda" ? "/docword.spam.txt" : "");
+    if (f.trainer == "mf") {
+      w.train = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.train.txt");
+      w.test = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.test.txt");
+    } else {
+      w.corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(f.data)), f.max_docs);
+    }
+    const std::filesystem::path dir = f.trace_dir.empty() ? f.out + ".traces" : f.trace_dir;
+    std::filesystem::create_directories(dir);
+    const double latency = f.delay_us * 1e-6;
+    if (f.quantity.empty()) f.quantity = f.trainer == "mf" ? "metric" : "objective";
+    cost::trace_fit_options to{.quantity = f.quantity == "metric" ? cost::fit_quantity::metric : cost::fit_quantity::objective,
+                                     .unbounded_staleness = f.unbounded, .cores = cores};
+
+    if (f.warmup == 0) f.warmup = f.trainer == "mf" ? 5 : 1;
+    to.warmup = f.warmup;
+    if (f.probe_iterations < f.warmup + 2) throw std::invalid_argument("--probe-iterations must be at least --warmup + 2");
+
+    // Probes: a calibration run (the cheapest candidate) prices the rest; then, one probe at a time,
+    // the design spends what is left of the budget, priced by the models fitted so far once there
+    // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
+    auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
+    const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
+      return a.scale / a.workers < b.scale / b.workers;
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<cost::run_trace> probes;
+    std::vector<cost::probe_point> made;
+    auto probe = [&](std::vector<cost::probe_point>::iterator p) {
+      const auto file = dir / ("probe_" + std::to_string(probes.size()) + ".jsonl");
+      std::printf("probe %zu: %s\n", probes.size(), p->describe().c_str());
+      std::fflush(stdout);
+      w.run(*p, f.probe_iterations, file);
+      probes.push_back(cost::read_run_trace(file, to));
+      made.push_back(*p);
+      remaining.erase(p);
+    };
+    const auto calib = *cheapest;
+    probe(cheapest);
+    const double calib_s = seconds_since(t0), calib_it = cost::timing_of(probes[0], to).seconds_per_iteration;
+    const double setup_s = std::max(0.0, calib_s - cost::startup_of(probes[0], to).seconds_per_iteration -
+                                             calib_it * (f.probe_iterations - f.warmup));
+    while (!remaining.empty()) {
+      std::function<double(const cost::probe_point&)> price = [&](const cost::probe_point& p) {
+        const double work = (p.scale / std::min(p.workers, cores)) / (calib.scale / std::min(calib.workers, cores));
+        return calib_s * std::max(0.5, work);
+      };
+      if (probes.size() > system_f::size) {
+        std::vector<cost::timing_point> tp, sp;
+        for (const auto& r : probes) tp.push_back(cost::timing_of(r, to)), sp.push_back(cost::startup_of(r, to));
+        price = [=, sys = cost::system_model<system_f>::fit(tp), up = cost::system_model<system_f>::fit(sp)](const cost::probe_point& p) {
+          return std::max(1e-3, setup_s + up.predict(p) + sys.predict(p) * (f.probe_iterations - f.warmup));
+        };
+      }
+      const double left = f.budget - seconds_since(t0);
+      const auto design = cost::a_optimal_design<system_f>(remaining, price, {.budget = left}, made);
+      if (design.chosen.empty()) break;
+      probe(remaining.begin() + static_cast<std::ptrdiff_t>(design.chosen.front()));
+    }
+    while (probes.size() <= system_f::size && !remaining.empty()) probe(remaining.begin());  // too small a budget: enough to fit
+    const double probe_s = seconds_since(t0);
+
+    // Fit both models from the probes' trace files.
+    std::vector<cost::timing_point> tp, sp;
+    std::vector<cost::progress_point> pp;
+    std::vector<double> finals;
+    for (const auto& r : probes) {
+      tp.push_back(cost::timing_of(r, to));
+      sp.push_back(cost::startup_of(r, to));
+      for (auto& p : cost::progress_of(r)) pp.push_back(std::move(p));
+      finals.push_back(pp.back().value);
+    }
+    const auto sys = cost::system_model<system_f>::fit(tp);
+    const auto startup = cost::system_model<system_f>::fit(sp);
+    const auto conv = cost::convergence_model<convergence_f>::fit(pp);
+    if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
+      std::sort(finals.begin(), finals.end());
+      f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];
+    }
+
+    const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
+    const auto ranked = cost::plan(sys, conv, heldout, f.target,
+                                   {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
+    std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %.0f s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
+                probe_s, f.budget, f.target, conv.optimum(), cost::format_plan(ranked).c_str());
+
+    strata::json_value probes_json = strata::json_value::array();
+    for (std::size_t k = 0; k < probes.size(); ++k)
+      probes_json.push_back(strata::json_value::object()
+                                .set("config", cost::to_json(probes[k].config))
+                                .set("seconds_per_iteration", tp[k].seconds_per_iteration)
+                                .set("trace", probes[k].file));
+    auto out = strata::json_value::object();
+    out.set("trainer", f.trainer).set("quantity", f.quantity).set("target", f.target).set("probe_seconds", probe_s).set("budget", f.budget)
+        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", sys.to_json()).set("startup_model", startup.to_json()).set("convergence_model", conv.to_json())
+        .set("ranking", cost::to_json(ranked));
+
+    if (f.measure) {
+      std::vector<cost::heldout_check> checks;
+      for (const auto& e : ranked) {
+        const auto file = dir / ("heldout_" + std::to_string(checks.size()) + ".jsonl");
+        w.run(e.config, f.measure_iterations, file);
+        const auto r = cost::read_run_trace(file, to);
+        const auto reach = cost::time_to(r, f.target);
+        checks.push_back({e.config, e.seconds_per_iteration, cost::timing_of(r, to).seconds_per_iteration, e.seconds, reach.seconds,
+                          e.iterations, reach.iteration});
+        const auto& c = checks.back();
+        std::printf("measured %-36s s/it %.4f (predicted %.4f)  time to target %s (predicted %.2f s)\n", c.config.describe().c_str(),
+                    c.measured_seconds_per_iteration, c.predicted_seconds_per_iteration,
+                    c.measured_seconds >= 0 ? ex::fmt("%.2f s", c.measured_seconds).c_str() : "not reached", c.predicted_seconds);
+      }
+      const auto ev = cost::evaluate(checks);
+      std::printf("strata_plan: median relative error: time/iteration %.1f%%, time to target %.1f%% (%zu configs); pick %s is %.1f%% "
+                  "slower than the measured best %s\n",
+                  100 * ev.median_error_seconds_per_iteration, 100 * ev.median_error_seconds, ev.timed,
+                  checks[ev.pick].config.describe().c_str(), 100 * ev.pick_slowdown, checks[ev.best].config.describe().c_str());
+      out.set("heldout", cost::to_json(checks, ev));
+    }
+    std::ofstream(f.out) << out.dump() << '\n';
+    std::printf("strata_plan: fit written to %s\n", f.out.c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_plan: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,95 @@
+// Hemingway's convergence model (include/strata/cost/convergence_model.hpp): recovers known β and
+// the optimum from noisy synthetic curves, predicts iterations to a target, and refuses bad input.
+#include <doctest/doctest.h>
+
+#include <strata/core/error.hpp>
+#include <strata/cost/convergence_model.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+namespace cost = strata::cost;
+using F = cost::with_staleness_drag<cost::hemingway_features>;
+
+/// f(i) = f* + exp(β·φ(i, m, s)) · (1 + noise), for m ∈ {1, 2, 4}, s ∈ {0, 2}, i = 0..n.
+std::vector<cost::progress_point> curves(const std::array<double, F::size>& beta, double optimum, double noise, int n) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> g(0, noise);
+  std::vector<cost::progress_point> pts;
+  for (double m : {1, 2, 4})
+    for (double s : {0.0, 2.0})
+      for (int i = 0; i <= n; ++i) {
+        cost::probe_point p;
+        p.workers = m, p.staleness = s, p.iteration = i;
+        double v = 1e9;  // iteration 0 (log 0): the initial state, left out by the fit
+        if (i > 0) {
+          const auto x = F::features(p);
+          double y = 0;
+          for (std::size_t j = 0; j < F::size; ++j) y += beta[j] * x[j];
+          v = optimum + std::exp(y) * (1 + g(rng));
+        }
+        pts.push_back({p, v, "run" + std::to_string(static_cast<int>(m)) + ":" + std::to_string(i + 2)});
+      }
+  return pts;
+}
+
+}  // namespace
+
+TEST_CASE("convergence model: known β with a known optimum") {
+  const std::array<double, 5> beta{0.5, -0.8, -0.02, 0.05, 0.1};
+  const auto pts = curves(beta, 0.7, 0.0, 30);
+  const auto m = cost::convergence_model<F>::fit(pts, {.optimum = 0.7});
+  for (std::size_t j = 0; j < F::size; ++j) CHECK(m.beta()[j] == doctest::Approx(beta[j]).epsilon(1e-8));
+  CHECK(m.optimum() == 0.7);
+}
+
+TEST_CASE("convergence model: estimates the optimum and predicts iterations to a target") {
+  const std::array<double, 5> beta{0.5, -0.8, -0.02, 0.05, 0.1};
+  const auto pts = curves(beta, 0.7, 0.005, 30);
+  const auto m = cost::convergence_model<F>::fit(pts);
+  CHECK(m.optimum() == doctest::Approx(0.7).epsilon(0.05));
+  // Iterations to reach f ≤ 0.7 + 0.3 at m = 2, s = 2 (inside the probed range) and m = 3, s = 1 (between).
+  for (auto [mm, ss] : {std::pair{2.0, 2.0}, std::pair{3.0, 1.0}}) {
+    cost::probe_point p;
+    p.workers = mm, p.staleness = ss;
+    int truth = 0;
+    for (int i = 1; i < 1000; ++i) {
+      p.iteration = i;
+      double y = 0;
+      const auto x = F::features(p);
+      for (std::size_t j = 0; j < F::size; ++j) y += beta[j] * x[j];
+      if (0.7 + std::exp(y) <= 1.0) {
+        truth = i;
+        break;
+      }
+    }
+    REQUIRE(truth > 1);
+    const auto it = m.iterations_to(1.0, p);
+    REQUIRE(it.has_value());
+    CHECK(*it == doctest::Approx(truth).epsilon(0.15));
+  }
+  // A target at or below the optimum is unreachable.
+  cost::probe_point p;
+  CHECK_FALSE(m.iterations_to(m.optimum() - 1e-3, p).has_value());
+  // More staleness (positive drag coefficient) needs more iterations.
+  cost::probe_point a, b;
+  a.workers = b.workers = 2;
+  b.staleness = 4;
+  CHECK(*m.iterations_to(1.0, b) > *m.iterations_to(1.0, a));
+}
+
+TEST_CASE("convergence model: too few points, non-finite values and a wrong optimum are errors") {
+  const std::array<double, 5> beta{0.5, -0.8, -0.02, 0.05, 0.1};
+  auto pts = curves(beta, 0.7, 0.0, 30);
+  std::vector<cost::progress_point> few(pts.begin(), pts.begin() + 5);  // iterations 0..4: 4 usable
+  CHECK_THROWS_WITH_AS((void)cost::convergence_model<F>::fit(few), doctest::Contains("4 usable point(s)"), strata::error);
+  pts[3].value = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH_AS((void)cost::convergence_model<F>::fit(pts), doctest::Contains("run1:5: objective"), strata::error);
+  pts = curves(beta, 0.7, 0.0, 30);
+  CHECK_THROWS_WITH_AS((void)cost::convergence_model<F>::fit(pts, {.optimum = 0.9}), doctest::Contains("is not above the given optimum"),
+                       strata::error);
+}

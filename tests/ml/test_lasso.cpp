@@ -161,3 +161,20 @@ TEST_CASE("lasso: bad input gets a clear error, a column of zeros stays at 0") {
   ml::io::libsvm_data empty;
   CHECK_THROWS_WITH_AS(ml::lasso_problem::from(empty, {}), doctest::Contains("empty"), strata::error);
 }
+
+TEST_CASE("lasso by STRADS: stepping every correlated coefficient at once diverges, reported as an error, no hang") {
+  // 25 columns sharing a common factor (pairwise correlation ~0.5): the largest eigenvalue of
+  // XᵀX/n is ~13, far over Shotgun's limit for 25 parallel steps, so the iterates blow up.
+  const auto p = problem();
+  try {
+    strads(p, sc::round_robin{}, 0.01 * p.lambda_max(), 2, /*batch=*/25);
+    FAIL("a run with all 25 correlated coefficients per round converged");
+  } catch (const strata::error& e) {
+    CHECK(e.code() == strata::errc::diverged);
+    CHECK(std::string(e.what()).find("lasso diverged at round") != std::string::npos);
+  }
+  // The same batch behind a dependency filter that admits only nearly orthogonal columns converges.
+  const auto ref = ml::lasso_cd(p, 0.01 * p.lambda_max(), 1e-12);
+  same_optimum(strads(p, sc::dependency_filter<sc::round_robin>({}, {.rho = 0.3, .oversample = 25}), 0.01 * p.lambda_max(), 2, 25),
+               ref, "filtered, batch 25");
+}

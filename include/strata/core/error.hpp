@@ -18,6 +18,7 @@ enum class errc {
   peer_lost,              ///< a connection to a peer dropped mid-run
   timeout,                ///< a bounded wait ran out
   shutdown,               ///< the system is stopping
+  diverged,               ///< an iterative method's iterates left every bound (e.g. too many parallel steps)
 };
 
 namespace detail {
@@ -36,6 +37,7 @@ class strata_category_impl final : public std::error_category {
       case errc::peer_lost: return "peer connection lost";
       case errc::timeout: return "timed out";
       case errc::shutdown: return "system shutting down";
+      case errc::diverged: return "diverged";
     }
     return "unknown strata error";
   }

@@ -164,12 +164,15 @@ class priority {
   std::size_t nonzero_ = 0, updates_ = 0;
 };
 
-/// STRADS's dependency check, wrapping any scheduler S: asks S for `oversample` × batch
-/// candidates and accepts them in S's order, rejecting one whose dependency (the program's
-/// `dependency(a, b)`, e.g. |correlation| of two Lasso columns) with an already accepted one, or
-/// with a variable of a round still in flight (pipelining; a variable depends on itself with 1),
-/// is ≥ rho, until `batch` are accepted. With rho > 1 nothing is rejected; with oversample = 1 and
-/// no dependency reaching rho the schedule is exactly S's.
+/// STRADS's dependency check, wrapping any scheduler S: takes `oversample` × batch candidates
+/// and accepts them in order, rejecting one whose dependency (the program's `dependency(a, b)`,
+/// e.g. |correlation| of two Lasso columns) with an already accepted one, or with a variable of a
+/// round still in flight (pipelining; a variable depends on itself with 1), is ≥ rho, until
+/// `batch` are accepted. The candidates are last round's unowned candidates that were not taken
+/// (rejected or past the batch), then S's: so no variable S proposes is lost, and since the first
+/// candidate of a round is always taken, every deferred one is taken within a bounded number of
+/// rounds. With rho > 1 nothing is rejected; with oversample = 1 and no dependency reaching rho
+/// the schedule is exactly S's.
 template <scheduler S>
 class dependency_filter {
  public:
@@ -189,19 +192,35 @@ class dependency_filter {
     if (!cx.dependency)
       throw error(errc::bad_input, "dependency_filter<" + std::string(S::name()) +
                                        ">: the program offers no dependency(a, b) to check");
-    context wide = cx;
-    wide.batch = cx.batch * s_.oversample;
-    candidates_.vars.clear();
+    // Candidates: those deferred last round first, then S's, oversample x batch in all (S is
+    // asked only for what the deferred ones leave).
+    const std::uint32_t want = cx.batch * s_.oversample;
+    candidates_.vars.assign(deferred_.begin(), deferred_.end());
     candidates_.owner.clear();
-    inner_.schedule(wide, candidates_);
+    if (deferred_.size() < want) {
+      context wide = cx;
+      wide.batch = want - static_cast<std::uint32_t>(deferred_.size());
+      plan more;
+      inner_.schedule(wide, more);
+      if (!more.owner.empty()) {
+        if (!deferred_.empty()) throw error(errc::bad_input, "dependency_filter: S changed from unowned to owned plans");
+        candidates_.owner = std::move(more.owner);
+      }
+      for (var_id v : more.vars)
+        if (std::find(deferred_.begin(), deferred_.end(), v) == deferred_.end()) candidates_.vars.push_back(v);
+    }
+    deferred_.clear();
     const std::size_t first = out.vars.size();
-    for (std::size_t i = 0; i < candidates_.vars.size() && out.vars.size() - first < cx.batch; ++i) {
+    for (std::size_t i = 0; i < candidates_.vars.size(); ++i) {
       const var_id c = candidates_.vars[i];
-      bool ok = true;
+      bool ok = out.vars.size() - first < cx.batch;
       for (std::size_t k = first; ok && k < out.vars.size(); ++k) ok = std::abs(cx.dependency(c, out.vars[k])) < s_.rho;
       for (std::size_t k = 0; ok && k < cx.in_flight.size(); ++k) ok = std::abs(cx.dependency(c, cx.in_flight[k])) < s_.rho;
       if (!ok) {
-        ++rejected_;
+        if (out.vars.size() - first < cx.batch) ++rejected_;
+        // An unowned candidate not taken comes first next round, so that a scheduler that proposes
+        // each variable once per sweep (round_robin) does not lose it.
+        if (candidates_.owner.empty()) deferred_.push_back(c);
         continue;
       }
       out.vars.push_back(c);
@@ -218,6 +237,7 @@ class dependency_filter {
   S inner_;
   settings s_;
   plan candidates_;
+  std::vector<var_id> deferred_;  // candidates not taken last round, offered first
   std::uint64_t rejected_ = 0;
 };
 

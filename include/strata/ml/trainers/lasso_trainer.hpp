@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <functional>
 #include <string>
@@ -103,6 +104,8 @@ class lasso_program {
   lasso_program(const lasso_problem& p, double lambda, std::uint32_t workers, double tolerance)
       : p_(p), lambda_(lambda), tol_(tolerance), parts_(workers), beta_(p.d, 0.0), l1_after_{0.0}, nnz_after_{0} {
     check_lambda(lambda);
+    for (double v : p.y) f_zero_ += v * v;
+    f_zero_ /= 2.0 * p.n;
     // Contiguous row ranges balanced by stored values (at least one row's worth each).
     std::vector<std::uint64_t> row_nnz(p.n, 0);
     for (auto r : p.rows) ++row_nnz[r];
@@ -173,6 +176,7 @@ class lasso_program {
       for (const auto& q : parts) g += q.g[k];
       const double seen = beta_[j] - late_change(j, applied);  // the β_j the residuals hold
       const double b = lasso_coordinate(g / p_.n + p_.sq_norm[j] * seen, p_.sq_norm[j], lambda_);
+      if (!std::isfinite(b)) diverged(pl, "coefficient " + std::to_string(j) + " is not finite");
       const double delta = b - beta_[j];
       l1_ += std::abs(b) - std::abs(beta_[j]);
       nnz_ += (b != 0) - (beta_[j] != 0);
@@ -192,6 +196,10 @@ class lasso_program {
       pt.nnz = nnz_after_.at(applied);
       pt.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
       points_.push_back(pt);
+      // Sequential coordinate steps never raise F above F(0) = ‖y‖²/(2n); parallel ones can when
+      // the batch is too large for the columns' correlation (Shotgun's limit), and then they blow up.
+      if (!std::isfinite(pt.eval.objective) || pt.eval.objective > 100 * f_zero_)
+        diverged(pl, "F = " + fmt_g(pt.eval.objective) + " > 100 x F(0) = " + fmt_g(100 * f_zero_));
       done_ = tol_ > 0 && pt.eval.gap <= tol_ * pt.eval.objective;
     }
     l1_after_.push_back(std::max(0.0, l1_));
@@ -223,6 +231,17 @@ class lasso_program {
     for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) g += s.values[q] * s.r[s.rows[q]];
     return g;
   }
+  static std::string fmt_g(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.4g", v);
+    return b;
+  }
+  [[noreturn]] static void diverged(const sched::plan& pl, const std::string& what) {
+    throw error(errc::diverged, "lasso diverged at round " + std::to_string(pl.round) + " (" + what + ", " +
+                                    std::to_string(pl.vars.size()) +
+                                    " coefficients per round): too many correlated coefficients are stepped together; use a "
+                                    "smaller batch or a dependency filter");
+  }
   // Σ of β_j's changes in rounds [applied, pulled so far): what a pipelined push has not seen.
   double late_change(sched::var_id j, std::uint64_t applied) const {
     const std::uint64_t pulled = history_first_ + history_.size();
@@ -241,7 +260,7 @@ class lasso_program {
   double lambda_, tol_;
   std::vector<shard> parts_;
   std::vector<double> beta_;
-  double l1_ = 0;
+  double l1_ = 0, f_zero_ = 0;  // f_zero_: F(0) = ‖y‖²/(2n)
   std::int64_t nnz_ = 0;
   std::vector<double> l1_after_;          // ‖β‖₁ after k rounds
   std::vector<std::int64_t> nnz_after_;   // nnz(β) after k rounds

@@ -21,6 +21,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -134,7 +135,16 @@ class lasso_program {
   }
 
   std::uint32_t vars() const noexcept { return p_.d; }
-  double dependency(sched::var_id a, sched::var_id b) const { return p_.col_cosine(a, b); }
+  /// |cosine| of columns a and b, remembered: a dependency filter asks for the same pairs again
+  /// and again (the priority scheduler keeps proposing the active set). At most 2^22 pairs are
+  /// kept; the memo starts over when full.
+  double dependency(sched::var_id a, sched::var_id b) const {
+    if (a == b) return 1.0;
+    const std::uint64_t key = (std::uint64_t{std::min(a, b)} << 32) | std::max(a, b);
+    if (auto it = cosines_.find(key); it != cosines_.end()) return it->second;
+    if (cosines_.size() >= (std::size_t{1} << 22)) cosines_.clear();
+    return cosines_.emplace(key, p_.col_cosine(a, b)).first->second;
+  }
   bool done() const noexcept { return done_; }
 
   partial_type push(worker& w, const sched::plan& pl) {
@@ -267,6 +277,7 @@ class lasso_program {
   std::deque<update_type> history_;       // the last rounds' changes
   std::uint64_t history_first_ = 0;       // round of history_.front()
   std::vector<lasso_point> points_;
+  mutable std::unordered_map<std::uint64_t, double> cosines_;  // dependency() memo (coordinator only)
   bool done_ = false;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };

@@ -13,7 +13,7 @@ cmake --build "$BUILD_DIR" --target strata_mf -j2 >&2
 data="${STRATA_DATA:-$HOME/.cache/strata}"
 [ -f "$data/ratings.train.txt" ] || bash "$root/scripts/fetch_data.sh" >&2
 DELAY="${DELAY:-200}" WORKERS="${WORKERS:-2}" ITERS="${ITERS:-40}" TARGET="${TARGET:-0.915}"
-K="${K:-8}" CANDIDATES="${CANDIDATES:-0,1,2,4}" SEEDS="${SEEDS:-1 2 3}" MODEL="${MODEL:-ssp}" FIXED="${FIXED:-0 2}"
+K="${K:-8}" CANDIDATES="${CANDIDATES:-0,1,2,4}" SEEDS="${SEEDS:-1 2 3}" MODEL="${MODEL:-ssp}" FIXED="${FIXED:-0 2}" MIN_GAP="${MIN_GAP:-0}"
 traces="${TRACES:-$(mktemp -d)}"
 mkdir -p "$traces"
 common=(--consistency "$MODEL" --workers "$WORKERS" --iterations "$ITERS" --delay "$DELAY" --data "$data" --quiet)
@@ -22,7 +22,7 @@ for seed in $SEEDS; do
     "$BUILD_DIR/examples/strata_mf" "${common[@]}" --staleness "$s" --seed "$seed" --metrics "$traces/fixed_s${s}_seed${seed}.jsonl" >&2
   done
   "$BUILD_DIR/examples/strata_mf" "${common[@]}" --staleness 0 --seed "$seed" --adaptive "$K" --adaptive-candidates "$CANDIDATES" \
-    --adaptive-target "$TARGET" --metrics "$traces/adaptive_seed${seed}.jsonl" >&2
+    --adaptive-target "$TARGET" --adaptive-min-gap "$MIN_GAP" --metrics "$traces/adaptive_seed${seed}.jsonl" >&2
 done
 /usr/bin/python3 - "$traces" "$TARGET" "$SEEDS" "$FIXED" <<'PY'
 import json, sys, statistics, glob, os

@@ -52,6 +52,7 @@ struct prediction_flags {
   std::uint32_t adaptive = 0;       ///< 0: off
   std::vector<int> candidates;      ///< staleness bounds the adaptive mode chooses from
   double target = std::numeric_limits<double>::quiet_NaN();
+  double min_gap = 0;               ///< refit_options::min_gap
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
@@ -74,6 +75,8 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
       ->capture_default_str();
   app.add_option("--adaptive-candidates", pf.candidates, "staleness bounds --adaptive chooses from, e.g. 0,1,2,4")->delimiter(',');
   app.add_option("--adaptive-target", pf.target, "test RMSE the adaptive policy aims at (default: halve the gap)");
+  app.add_option("--adaptive-min-gap", pf.min_gap, "f* at least this fraction of the RMSE range below the best (refit_options::min_gap)")
+      ->capture_default_str();
 }
 
 /// --adaptive: the run in segments, the refit policy choosing each segment's bound.
@@ -85,7 +88,9 @@ ml::adaptive_run<ml::mf_run> train_adaptive(System& sys, const prediction_flags&
   ao.every = pf.adaptive;
   ao.staleness = pf.candidates;
   ao.target = pf.target;
-  strata::cost::refit_policy policy;
+  strata::cost::refit_options ro;
+  ro.min_gap = pf.min_gap;
+  strata::cost::refit_policy policy(ro);
   return ml::train_mf_adaptive(sys, train, test, mo, ao, policy, std::move(progress));
 }
 

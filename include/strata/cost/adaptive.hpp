@@ -149,6 +149,10 @@ struct refit_options {
   double margin = 0.05;  ///< switch only when another candidate is predicted this much faster (0.05: 5%)
   bool explore = true;   ///< until two bounds have been run, try the one farthest from those run
   bool sustained = true; ///< follow the worst value from i on (as trace_fit_options::sustained)
+  /// f* at least this fraction of the observed range below the best value (0: as convergence_model's
+  /// search). Near-flat curves otherwise put f* just below the last values, where the logarithm
+  /// turns the small differences of noisy last points into large differences of rate.
+  double min_gap = 0;
 };
 
 /// The system model refit_policy fits on segment timings: 1 and 1/(1+s).
@@ -199,7 +203,7 @@ class refit_policy {
     fit_points(in, li, si, v);
     const bool drag = seen.size() >= 2;
     double beta[3] = {0, 0, 0}, fstar = 0;
-    if (!fit_convergence(li, si, v, drag, beta, fstar))
+    if (!fit_convergence(li, si, v, drag, o_.min_gap, beta, fstar))
       return {cur.config, "keep: too few iterations to fit the convergence", {}};
     const double n = in.trace.back().iteration;
     const double gap_now = std::exp(beta[0] + beta[1] * li.back() + beta[2] * si.back());
@@ -296,7 +300,7 @@ class refit_policy {
   /// Least squares of log(v − f*) on {1, log i[, S(i)]}, f* by the profile search of
   /// convergence_model. False with too few points.
   static bool fit_convergence(const std::vector<double>& li, const std::vector<double>& si, const std::vector<double>& v, bool drag,
-                              double beta[3], double& fstar) {
+                              double min_gap, double beta[3], double& fstar) {
     const std::size_t terms = drag ? 3 : 2;
     if (v.size() < terms + 1) return false;
     double lo = v.front(), hi = lo;
@@ -304,7 +308,7 @@ class refit_policy {
     const double range = std::max(hi - lo, 1e-12 * std::max(1.0, std::abs(lo)));
     double best_sse = std::numeric_limits<double>::infinity();
     bool any = false;
-    for (double d = 1e-3; d <= 20; d *= 1.25) {
+    for (double d = std::max(1e-3, min_gap); d <= 20; d *= 1.25) {
       const double f = lo - d * range;
       xt::xtensor<double, 2> A = xt::zeros<double>({v.size(), terms});
       xt::xtensor<double, 1> b = xt::zeros<double>({v.size()});

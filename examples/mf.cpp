@@ -9,12 +9,17 @@
 //   strata_mf --consistency essp --staleness 2 --workers 4 --iterations 30 --metrics mf.jsonl --save mf.model
 //   strata_mf --mode ccd --workers 2 --rank 16 --lambda 5 --iterations 10
 //   strata_mf --load mf.model --iterations 0 --predict pairs.txt --predictions predicted.txt
+//   strata_mf --consistency ssp --staleness 0 --adaptive 10 --adaptive-candidates 0,1,2,4 --delay 200
+//     (adaptive mode: every 10 iterations re-plan the staleness bound from the run's own trace,
+//      include/strata/cost/adaptive.hpp; the trace's lines carry "staleness_bound" and "segment")
 //   scripts/launch.sh -n 2 -- strata_mf --transport tcp --workers 2 --consistency essp   (2 processes)
 #include <CLI/CLI.hpp>
 
 #include <strata/core/trace.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf_model.hpp>
+#include <strata/cost/adaptive.hpp>
+#include <strata/ml/trainers/adaptive.hpp>
 #include <strata/ml/trainers/mf_ccd.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
@@ -26,6 +31,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -37,11 +44,15 @@ namespace ex = strata::examples;
 namespace ml = strata::ml;
 using pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
 
-/// --predict IN --predictions OUT, and --mode / --inner.
+/// --predict IN --predictions OUT, --mode / --inner, and --adaptive K / --adaptive-candidates.
 struct prediction_flags {
   std::string in, out;
   std::string mode = "sgd";
   std::uint32_t inner = 1;
+  std::uint32_t adaptive = 0;       ///< 0: off
+  std::vector<int> candidates;      ///< staleness bounds the adaptive mode chooses from
+  double target = std::numeric_limits<double>::quiet_NaN();
+  double min_gap = 0;               ///< refit_options::min_gap
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
@@ -60,6 +71,27 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   auto* out = app.add_option("--predictions", pf.out, "write the --predict results to FILE, \"user item predicted_rating\"");
   in->needs(out);
   out->needs(in);
+  app.add_option("--adaptive", pf.adaptive, "re-plan the staleness bound every K iterations from the run's trace (ssp/essp; 0: off)")
+      ->capture_default_str();
+  app.add_option("--adaptive-candidates", pf.candidates, "staleness bounds --adaptive chooses from, e.g. 0,1,2,4")->delimiter(',');
+  app.add_option("--adaptive-target", pf.target, "test RMSE the adaptive policy aims at (default: halve the gap)");
+  app.add_option("--adaptive-min-gap", pf.min_gap, "f* at least this fraction of the RMSE range below the best (refit_options::min_gap)")
+      ->capture_default_str();
+}
+
+/// --adaptive: the run in segments, the refit policy choosing each segment's bound.
+template <class System>
+ml::adaptive_run<ml::mf_run> train_adaptive(System& sys, const prediction_flags& pf, const ml::io::rating_set& train,
+                                            const ml::io::rating_set& test, const ml::mf_trainer_options& mo,
+                                            std::function<void(const strata::iteration_record&)> progress) {
+  ml::adaptive_options ao;
+  ao.every = pf.adaptive;
+  ao.staleness = pf.candidates;
+  ao.target = pf.target;
+  strata::cost::refit_options ro;
+  ro.min_gap = pf.min_gap;
+  strata::cost::refit_policy policy(ro);
+  return ml::train_mf_adaptive(sys, train, test, mo, ao, policy, std::move(progress));
 }
 
 /// The --load model (nullopt without --load). Its rank is the run's; an explicit --rank must agree.
@@ -162,13 +194,35 @@ int main(int argc, char** argv) {
     mo.start = start ? &*start : nullptr;
     mo.keep_model = !cli.save.empty() || !pf.in.empty();
 
-    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, mo, train, test));
+    auto config = trace_config(cli, mo, train, test);
+    if (pf.adaptive > 0) {
+      strata::json_value c = strata::json_value::array();
+      for (int s : pf.candidates) c.push_back(strata::json_value(s));
+      config.set("adaptive", pf.adaptive).set("adaptive_candidates", std::move(c));
+    }
+    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "mf", mo.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
-    const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_mf(sys, train, test, mo, progress); });
+    const auto res = ex::with_system(cli.so, [&](auto& sys) {
+      if (pf.adaptive == 0) return ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, progress), {}};
+      return train_adaptive(sys, pf, train, test, mo, progress);
+    });
     line.done();
 
-    trace.write(res.iterations);
+    if (res.segments.empty()) trace.write(res.iterations);
+    for (const auto& it : res.iterations) {  // adaptive: each line says its segment and bound
+      for (std::size_t k = 0; k < res.segments.size(); ++k)
+        if (it.iteration <= res.segments[k].last) {
+          strata::json_value::object_type extra;
+          extra.emplace_back("segment", strata::json_value(k));
+          extra.emplace_back("staleness_bound", strata::json_value(res.segments[k].config.staleness));
+          trace.write(it, extra);
+          break;
+        }
+    }
+    for (const auto& sg : res.segments)
+      if (cli.lead())
+        std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());
     print_summary(cli, mo, res);
     if (cli.bench && cli.lead()) print_baseline(train, mo, res, cli.so.workers * cli.so.nodes);
     if (!std::isfinite(res.final_rmse)) {

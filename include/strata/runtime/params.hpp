@@ -38,6 +38,7 @@ struct model_params {
   int (*table_staleness)(table_id) = nullptr;  ///< the policy's staleness_of hook, if any
   bool (*push_at_hook)(clock_type) = nullptr;  ///< the policy's push_at hook, if any
   int config_staleness = 0;                    ///< system_config::staleness, for dynamic_bound
+  bool dynamic_staleness = false;              ///< the policy's bound is dynamic_bound (ssp<dynamic_bound>, essp<dynamic_bound>)
 
   template <consistency_model C>
   static model_params of(const system_config& cfg) {
@@ -46,6 +47,7 @@ struct model_params {
     p.name = C::name();
     p.config_staleness = cfg.staleness;
     p.staleness = C::staleness == dynamic_bound ? cfg.staleness : C::staleness;
+    p.dynamic_staleness = C::staleness == dynamic_bound;
     p.push = C::push;
     p.exact = C::exact_snapshots;
     p.value_bound = C::value_bound < 0 ? cfg.value_bound : C::value_bound;
@@ -57,6 +59,16 @@ struct model_params {
   /// cfg.staleness; vap: cfg.value_bound): the one place a run-time name becomes a policy.
   static model_params named(const std::string& name, const system_config& cfg);
 
+  /// The same model with the dynamic bound set to s (what system_config::staleness would have
+  /// given): the policy's `staleness` when it is dynamic_bound, and every table whose
+  /// `staleness_of` is dynamic_bound. Throws strata::error(bad_input) when s < 0.
+  model_params with_dynamic_staleness(int s) const {
+    if (s < 0) throw error(errc::bad_input, "staleness bound " + std::to_string(s) + " (want >= 0)");
+    model_params p = *this;
+    p.config_staleness = s;
+    if (p.dynamic_staleness) p.staleness = s;
+    return p;
+  }
   /// The staleness bound of reads of table t.
   int staleness_for(table_id t) const noexcept {
     if (!table_staleness) return staleness;

@@ -122,6 +122,20 @@ class basic_system {
   /// the run must call it).
   void clear_tables() noexcept { clear_tables_ = true; }
 
+  /// Sets the dynamic staleness bound (system_config::staleness) for the next run and the ones after
+  /// it: ssp<dynamic_bound> and essp<dynamic_bound> (as `model_params::named` gives them), and tables
+  /// whose `staleness_of` is dynamic_bound, read with bound s. Call between runs; every process of
+  /// a multi-process run must make the same call. Throws strata::error(bad_input) when s < 0 or
+  /// the model has no dynamic bound (bsp, ssp<2>, vap, async: there is nothing to set).
+  void set_staleness(int s) {
+    if (!mp_.dynamic_staleness && !mp_.table_staleness)
+      throw error(errc::bad_input, std::string("set_staleness: the consistency model ") + mp_.name +
+                                       " has no dynamic staleness bound (use ssp<dynamic_bound> or essp<dynamic_bound>)");
+    mp_ = mp_.with_dynamic_staleness(s);
+    cfg_.staleness = s;
+    model_changed_ = true;
+  }
+
   /// The final value of a row after `run`: read from the local shard, or fetched from the process
   /// that holds it (through a local worker), so every process can read the whole model.
   template <row_type R>
@@ -232,6 +246,8 @@ class basic_system {
   /// says every node has done so (so no message of the new run can reach a party still in the old one).
   void restart() {
     const bool clear = std::exchange(clear_tables_, false);
+    if (std::exchange(model_changed_, false))
+      for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->p->set_model(mp_); return 0; });
     for (auto& s : servers_) on_thread(s->ctx, [&] { s->shard->reset(clear); return 0; });
     for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
     if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
@@ -406,7 +422,7 @@ class basic_system {
   std::unique_ptr<coordinator_slot> coord_;  // on node 0's process
   std::unique_ptr<task<>> fetch_;            // the last remote row read (system::row)
   std::uint64_t runs_ = 0;
-  bool failed_ = false, clear_tables_ = false, stopped_ = false;
+  bool failed_ = false, clear_tables_ = false, stopped_ = false, model_changed_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t progress_ = 0;

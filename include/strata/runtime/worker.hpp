@@ -415,6 +415,10 @@ class worker : public actor {
     finish_started_ = clock_now();
   }
 
+  /// The consistency model of the next run (system::set_staleness); call between runs, on the
+  /// worker's thread. Only the staleness bounds may differ from the current model.
+  void set_model(const model_params& mp) { mp_ = mp; }
+
   /// Makes the worker new for another run of the same system: clock 0, empty cache, logs and
   /// statistics (the shards are reset alongside). Call between runs, on the worker's thread.
   void reset() {

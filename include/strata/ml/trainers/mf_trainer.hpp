@@ -41,6 +41,8 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <numeric>
 #include <random>
 #include <span>
@@ -87,11 +89,22 @@ inline float mf_init(std::uint64_t seed, std::uint32_t table, std::uint64_t e, s
 }
 }  // namespace detail
 
-/// Trains MF on `train` with the parameter-server system `sys` (tables are added here; run once).
-/// `on_iteration` (optional) is called once per completed iteration, from a worker thread.
+/// What decides the segments of a segmented run (train_mf_segments): called before each
+/// segment with the records so far (continuous iteration numbers and elapsed times) and the
+/// iterations done; returns how many iterations the next segment runs (at least 1; it may change
+/// the system's staleness bound first: basic_system::set_staleness). The run ends after o.iterations.
+using segment_planner = std::function<std::uint32_t(const std::vector<iteration_stats>&, std::uint32_t)>;
+
+/// Trains MF as a sequence of runs of `sys` (segments) that keep the tables and every worker's
+/// state (its ratings' order, its random generator, the learning-rate schedule), so that the
+/// segments together are one run of o.iterations iterations with the same updates; the records
+/// are numbered and timed from the start of the first segment (the time between segments, and
+/// re-planning, counts). `plan` chooses the segments; without it one segment runs everything
+/// (that is train_mf). `on_iteration` (optional) is called once per completed iteration, from a
+/// worker thread, with the continuous numbering.
 template <class T>
-mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test,
-                const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
+mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test, const mf_trainer_options& o,
+                         const segment_planner& plan, std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   const std::uint32_t R = o.rank, W1 = R + 1, B = std::max<std::uint32_t>(1, o.block);
   if (o.start && o.start->rank != R)
@@ -111,7 +124,6 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     }
     return detail::mf_init(o.seed, table, e, c, R, o.init_scale);
   };
-  run_reducer red(sys, o.iterations, 3);  // final sums: test squared error, test ratings, SGD updates
 
   std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
   for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
@@ -124,9 +136,7 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
   for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
   for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
 
-  run_recorder rec = make_recorder(sys, red, o.iterations, std::move(on_iteration));
   const auto rmse = [](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; };
-  rec.set_metric(rmse, "rmse");
   mf_biased_model model;  // with keep_model: filled by worker 0 at the end
 
   // Worker 0, once every update is in: reads every row into `model`.
@@ -150,35 +160,87 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     }
   };
 
-  auto program = [&](worker& w) -> task<> {
-    rec.start_once();
-    const worker_id p = w.id();
-    std::uint64_t my_updates = 0;
+  // A worker's state, kept from one segment to the next.
+  const std::size_t bw = std::size_t{B} * W1;
+  struct worker_state {
+    std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
+    std::vector<float> Wl, Wo, Hl, Ho, Winit, Hinit;  // local copies by block (only the blocks read are filled)
+    std::vector<char> loaded, train_block;
+    std::vector<io::rating> data;                              // its ratings, grouped by item block
+    std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
+    std::vector<std::uint32_t> order;                          // this epoch's visiting order (indices into data)
+    std::mt19937_64 rng;
+    std::uint64_t updates = 0;
+  };
+  std::vector<std::unique_ptr<worker_state>> states(P);
+  auto make_state = [&](worker_id p) {
+    auto st = std::make_unique<worker_state>();
     const auto& mine = part[p];
     const auto& my_test = test_part[p];
     // Blocks this worker reads: its user blocks, and the item blocks of its train and test ratings.
-    std::vector<std::uint32_t> ublocks, iblocks;
     {
       std::vector<char> uu(ub, 0), ii(ib, 0);
       for (const auto* set : {&mine, &my_test})
         for (const auto& r : *set) uu[r.user / B] = 1, ii[r.item / B] = 1;
       for (std::uint32_t b = 0; b < ub; ++b)
-        if (uu[b]) ublocks.push_back(b);
+        if (uu[b]) st->ublocks.push_back(b);
       for (std::uint32_t b = 0; b < ib; ++b)
-        if (ii[b]) iblocks.push_back(b);
+        if (ii[b]) st->iblocks.push_back(b);
     }
-    // Local copies, indexed by block (only the blocks read are filled).
-    const std::size_t bw = std::size_t{B} * W1;
-    std::vector<float> Wl(std::size_t{ub} * bw), Wo(Wl.size()), Hl(std::size_t{ib} * bw), Ho(Hl.size());
-    std::vector<float> Winit(Wl.size(), 0.0f), Hinit(Hl.size(), 0.0f);
-    for (std::uint32_t b : ublocks)
+    st->Wl.assign(std::size_t{ub} * bw, 0.0f);
+    st->Wo = st->Wl;
+    st->Winit = st->Wl;
+    st->Hl.assign(std::size_t{ib} * bw, 0.0f);
+    st->Ho = st->Hl;
+    st->Hinit = st->Hl;
+    for (std::uint32_t b : st->ublocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
-          Winit[b * bw + j * W1 + c] = init_of(0, std::uint64_t{b} * B + j, c);
-    for (std::uint32_t b : iblocks)
+          st->Winit[b * bw + j * W1 + c] = init_of(0, std::uint64_t{b} * B + j, c);
+    for (std::uint32_t b : st->iblocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
-          Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
+          st->Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
+    st->loaded.assign(ib, 0);
+    st->train_block.assign(ib, 0);
+    st->data = mine;
+    std::stable_sort(st->data.begin(), st->data.end(), [B](const io::rating& x, const io::rating& y) { return x.item / B < y.item / B; });
+    for (std::size_t i = 0; i < st->data.size();) {
+      std::size_t j = i;
+      while (j < st->data.size() && st->data[j].item / B == st->data[i].item / B) ++j;
+      st->groups.emplace_back(i, j);
+      st->train_block[st->data[i].item / B] = 1;
+      i = j;
+    }
+    st->order.reserve(st->data.size());
+    st->rng.seed(detail::mf_mix(o.seed * 7919 + p));
+    return st;
+  };
+
+  // The segment being run: its first iteration (continuous numbering), its length, whether it is
+  // the last, and its recorder and reducer (recorder slot j is iteration seg_first − 1 + j; slot
+  // 0 is the initial state in the first segment and unused after it).
+  std::uint32_t seg_first = 1, seg_count = 0;
+  bool seg_last = true;
+  run_recorder* recp = nullptr;
+  run_reducer* redp = nullptr;
+
+  auto program = [&](worker& w) -> task<> {
+    run_recorder& rec = *recp;
+    run_reducer& red = *redp;
+    rec.start_once();
+    const worker_id p = w.id();
+    if (!states[p]) states[p] = make_state(p);
+    worker_state& st = *states[p];
+    const auto& my_test = test_part[p];
+    auto &ublocks = st.ublocks, &iblocks = st.iblocks;
+    auto &Wl = st.Wl, &Wo = st.Wo, &Hl = st.Hl, &Ho = st.Ho, &Winit = st.Winit, &Hinit = st.Hinit;
+    auto &loaded = st.loaded, &train_block = st.train_block;
+    auto& data = st.data;
+    auto& groups = st.groups;
+    auto& order = st.order;
+    auto& rng = st.rng;
+    auto& my_updates = st.updates;
     auto urow = [&](std::uint32_t u) { return Wl.data() + std::size_t{u / B} * bw + std::size_t{u % B} * W1; };
     auto irow = [&](std::uint32_t i) { return Hl.data() + std::size_t{i / B} * bw + std::size_t{i % B} * W1; };
     auto predict = [&](const io::rating& r) {
@@ -197,17 +259,6 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     // Reads: this worker's W blocks and the H blocks of its test-only items at the start of an
     // iteration; the other H blocks just before the pass first needs them (after a yield, so
     // rows pushed meanwhile are taken in): the pass visits ratings grouped by item block.
-    std::vector<char> loaded(ib, 0), train_block(ib, 0);
-    std::vector<io::rating> data = mine;
-    std::stable_sort(data.begin(), data.end(), [B](const io::rating& x, const io::rating& y) { return x.item / B < y.item / B; });
-    std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
-    for (std::size_t i = 0; i < data.size();) {
-      std::size_t j = i;
-      while (j < data.size() && data[j].item / B == data[i].item / B) ++j;
-      groups.emplace_back(i, j);
-      train_block[data[i].item / B] = 1;
-      i = j;
-    }
     auto load_h = [&](std::uint32_t b) -> task<> {
       const auto& row = co_await w.get(Ht, b);
       const auto s = row.span();
@@ -231,22 +282,20 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
     };
 
     // Iteration 0: the initial model (no reads needed: it is the hashed or the start model).
-    Wl = Winit;
-    Hl = Hinit;
-    {
+    if (seg_first == 1) {
+      Wl = Winit;
+      Hl = Hinit;
       const auto t0 = std::chrono::steady_clock::now();
       rec.add_values(p, 0, 0.0, test_sq(), static_cast<double>(my_test.size()));
       rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       rec.end_iteration(w, 0);
     }
 
-    std::vector<std::uint32_t> order;  // this epoch's visiting order (indices into data)
-    order.reserve(data.size());
-    std::mt19937_64 rng(detail::mf_mix(o.seed * 7919 + p));
     const auto lam = static_cast<float>(o.lambda);
     const std::uint32_t K = std::max<std::uint32_t>(1, o.clocks_per_epoch);
     volatile float sink = 0;
-    for (std::uint32_t it = 1; it <= o.iterations; ++it) {
+    for (std::uint32_t j = 1; j <= seg_count; ++j) {
+      const std::uint32_t it = seg_first - 1 + j;  // the iteration, numbered over the whole run
       co_await read_start();
       const std::uint32_t epoch = (it - 1) / K, slice = (it - 1) % K;
       if (slice == 0) {  // new epoch: random block order, random order inside each block
@@ -284,7 +333,7 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
           reg += mf_sq_norm(std::span<const float>(Wl.data() + b * bw, bw));
         for (std::uint32_t b : iblocks)
           if (b % P == p && loaded[b]) reg += mf_sq_norm(std::span<const float>(Hl.data() + b * bw, bw));
-        rec.add_values(p, it, sq + o.lambda * reg, test_sq(), static_cast<double>(my_test.size()));
+        rec.add_values(p, j, sq + o.lambda * reg, test_sq(), static_cast<double>(my_test.size()));
         rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       // Push the differences.
@@ -305,10 +354,15 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
       for (std::uint32_t b : iblocks)
         if (loaded[b]) read_blocks.push_back(b);
       co_await push(Ht, Hl, Ho, read_blocks);
-      rec.end_iteration(w, it);
+      rec.end_iteration(w, j);
       co_await w.clock();
     }
 
+    if (!seg_last) {  // the next segment goes on from here: only the trace is gathered
+      co_await red.publish(w, rec, std::span<const double>());
+      if (red.collects(w)) co_await red.collect(w, rmse, "rmse");
+      co_return;
+    }
     // Final RMSE: once every update is in, re-read the rows of this worker's test ratings.
     co_await red.settle(w);
     if (o.prefetch) {
@@ -328,11 +382,74 @@ mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rat
   };
 
   mf_run out;
-  const auto& f = run_program(sys, rec, red, program, out, 3, "train_mf");
+  std::vector<iteration_stats> trace;
+  std::uint32_t done = 0;
+  std::optional<run_recorder::clock::time_point> first_start;  // the first segment's start
+  do {
+    std::uint32_t n = o.iterations - done;
+    if (plan && done < o.iterations) {
+      n = plan(trace, done);
+      if (n == 0 || n > o.iterations - done)
+        throw strata::error(errc::bad_input, "train_mf: the segment planner asked for " + std::to_string(n) + " iterations with " +
+                                                 std::to_string(o.iterations - done) + " left");
+    }
+    seg_first = done + 1;
+    seg_count = n;
+    seg_last = done + n == o.iterations;
+    run_reducer red(sys, n, 3);  // final sums: test squared error, test ratings, SGD updates
+    const std::uint32_t base = done;
+    const bool first_segment = done == 0;
+    std::optional<run_recorder> recorder;
+    // Seconds from the first segment's start to this one's (0 in the first segment); on a worker
+    // thread after start_once, or after the run.
+    auto offset = [&] { return first_start ? std::chrono::duration<double>(recorder->start_time() - *first_start).count() : 0.0; };
+    auto renumber = [&, base](iteration_stats& r) {
+      const double off = offset();
+      r.iteration += base;
+      r.elapsed_s += off;
+      for (auto& e : r.worker_elapsed_s) e += off;
+    };
+    std::function<void(const iteration_stats&)> cb;
+    if (on_iteration)
+      cb = [&, first_segment](const iteration_stats& r) {
+        if (r.iteration == 0 && !first_segment) return;
+        iteration_stats c = r;
+        renumber(c);
+        on_iteration(c);
+      };
+    recorder.emplace(red.local_workers(), n, [&sys] { return sys.transport().bytes_sent(); }, std::move(cb), red.first_local());
+    run_recorder& rec = *recorder;
+    rec.set_metric(rmse, "rmse");
+    recp = &rec;
+    redp = &red;
+    mf_run seg;
+    const auto& f = run_program(sys, rec, red, program, seg, seg_last ? 3 : 0, "train_mf");
+    for (auto& r : seg.iterations) {
+      if (r.iteration == 0 && !first_segment) continue;
+      renumber(r);
+      trace.push_back(std::move(r));
+    }
+    if (!first_start) first_start = rec.start_time();
+    out.stats.merge(seg.stats);
+    done += n;
+    if (seg_last) {
+      out.final_rmse = rmse(f[0], f[1]);
+      out.sgd_updates = static_cast<std::uint64_t>(f[2] + 0.5);
+    }
+  } while (done < o.iterations);
+  out.iterations = std::move(trace);
+  out.seconds = std::chrono::duration<double>(run_recorder::clock::now() - *first_start).count();
+  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
   out.model = std::move(model);
-  out.final_rmse = rmse(f[0], f[1]);
-  out.sgd_updates = static_cast<std::uint64_t>(f[2] + 0.5);
   return out;
+}
+
+/// Trains MF on `train` with the parameter-server system `sys` (tables are added here; run once).
+/// `on_iteration` (optional) is called once per completed iteration, from a worker thread.
+template <class T>
+mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test,
+                const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
+  return train_mf_segments(sys, train, test, o, segment_planner(), std::move(on_iteration));
 }
 
 /// A plain single-threaded SGD loop over the same model and data (no parameter server): the

@@ -84,6 +84,8 @@ class run_recorder {
   void start_once() {
     std::call_once(started_, [this] { t0_ = clock::now(); });
   }
+  /// When the run started (start() or start_once()).
+  clock::time_point start_time() const noexcept { return t0_; }
   /// Seconds since start().
   double since_start() const { return std::chrono::duration<double>(clock::now() - t0_).count(); }
 

@@ -135,15 +135,16 @@ class lasso_program {
   }
 
   std::uint32_t vars() const noexcept { return p_.d; }
-  /// |cosine| of columns a and b, remembered: a dependency filter asks for the same pairs again
-  /// and again (the priority scheduler keeps proposing the active set). At most 2^22 pairs are
-  /// kept; the memo starts over when full.
+  /// |cosine| of columns a and b. A dependency filter asks for each candidate a against every
+  /// accepted b: recent b's are kept as dense columns (at most 64 MiB of them), so a pair costs
+  /// nnz(a) multiply-adds, not a merge of two columns.
   double dependency(sched::var_id a, sched::var_id b) const {
     if (a == b) return 1.0;
-    const std::uint64_t key = (std::uint64_t{std::min(a, b)} << 32) | std::max(a, b);
-    if (auto it = cosines_.find(key); it != cosines_.end()) return it->second;
-    if (cosines_.size() >= (std::size_t{1} << 22)) cosines_.clear();
-    return cosines_.emplace(key, p_.col_cosine(a, b)).first->second;
+    if (!(p_.sq_norm[a] > 0 && p_.sq_norm[b] > 0)) return 0.0;
+    const double* col = dense_column(b);
+    double s = 0;
+    for (auto q = p_.col_offsets[a]; q < p_.col_offsets[a + 1]; ++q) s += p_.values[q] * col[p_.rows[q]];
+    return std::min(1.0, std::abs(s) / (p_.n * std::sqrt(p_.sq_norm[a] * p_.sq_norm[b])));
   }
   bool done() const noexcept { return done_; }
 
@@ -246,6 +247,26 @@ class lasso_program {
     std::snprintf(b, sizeof b, "%.4g", v);
     return b;
   }
+  // Column j scattered into a dense vector of n, from a ring of slots (oldest reused first).
+  const double* dense_column(sched::var_id j) const {
+    if (auto it = dense_slot_.find(j); it != dense_slot_.end()) return dense_[it->second].data();
+    const std::size_t cap = std::max<std::size_t>(1, (std::size_t{64} << 20) / (sizeof(double) * std::max<std::uint32_t>(1, p_.n)));
+    std::size_t slot = dense_.size();
+    if (slot < cap) {
+      dense_.emplace_back(p_.n, 0.0);
+      dense_var_.push_back(j);
+    } else {
+      slot = dense_next_;
+      dense_next_ = (dense_next_ + 1) % cap;
+      const auto old = dense_var_[slot];
+      for (auto q = p_.col_offsets[old]; q < p_.col_offsets[old + 1]; ++q) dense_[slot][p_.rows[q]] = 0.0;
+      dense_slot_.erase(old);
+      dense_var_[slot] = j;
+    }
+    for (auto q = p_.col_offsets[j]; q < p_.col_offsets[j + 1]; ++q) dense_[slot][p_.rows[q]] = p_.values[q];
+    dense_slot_.emplace(j, slot);
+    return dense_[slot].data();
+  }
   [[noreturn]] static void diverged(const sched::plan& pl, const std::string& what) {
     throw error(errc::diverged, "lasso diverged at round " + std::to_string(pl.round) + " (" + what + ", " +
                                     std::to_string(pl.vars.size()) +
@@ -277,7 +298,11 @@ class lasso_program {
   std::deque<update_type> history_;       // the last rounds' changes
   std::uint64_t history_first_ = 0;       // round of history_.front()
   std::vector<lasso_point> points_;
-  mutable std::unordered_map<std::uint64_t, double> cosines_;  // dependency() memo (coordinator only)
+  // dependency()'s dense columns (the coordinator's only)
+  mutable std::vector<std::vector<double>> dense_;
+  mutable std::vector<sched::var_id> dense_var_;
+  mutable std::unordered_map<sched::var_id, std::size_t> dense_slot_;
+  mutable std::size_t dense_next_ = 0;
   bool done_ = false;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };

@@ -28,7 +28,7 @@ LAMBDA="${LAMBDA:-0.01}" BATCH="${BATCH:-64}" RHO="${RHO:-0.3}" EVERY="${EVERY:-
 ROUNDS="${ROUNDS:-100000}" SEEDS="${SEEDS:-1 2 3}" BIG_BATCHES="${BIG_BATCHES:-128 256}" WORKERS="${WORKERS:-1 2 4}" LDA_ITERS="${LDA_ITERS:-10}" TOPICS="${TOPICS:-20}"
 out="$root/benchmarks/results/strads"
 mkdir -p "$out/metrics"
-rm -f "$out"/metrics/*.jsonl "$out"/*.png
+rm -f "$out"/metrics/*.jsonl "$out"/metrics/*.jsonl.gz "$out"/metrics/*.err "$out"/metrics/*.dat "$out"/*.png
 lasso=(--data spam --lambda-fraction "$LAMBDA" --batch "$BATCH" --rho "$RHO" --evaluate-every "$EVERY"
        --tolerance "$TOL" --rounds "$ROUNDS" --quiet)
 
@@ -75,4 +75,5 @@ done
 
 "$py" "$root/benchmarks/strads/report.py" "$out" \
   "bash benchmarks/strads_experiment.sh (LAMBDA=$LAMBDA BATCH=$BATCH RHO=$RHO EVERY=$EVERY TOL=$TOL ROUNDS=$ROUNDS SEEDS=\"$SEEDS\" WORKERS=\"$WORKERS\" BIG_BATCHES=\"$BIG_BATCHES\" LDA_ITERS=$LDA_ITERS TOPICS=$TOPICS)"
+gzip -f -9 "$out"/metrics/*.jsonl  # the committed traces, compressed (report.py reads them either way)
 echo "wrote $out/REPORT.md" >&2

@@ -9,27 +9,41 @@ come every EVERY rounds, so rounds and seconds are rounded up to an evaluation, 
 include the evaluations themselves (a full gradient each).
 """
 import glob
+import gzip
 import json
 import math
 import os
 import re
 import statistics
 import subprocess
+import tempfile
 import sys
 
 out, command = sys.argv[1], sys.argv[2]
 mdir = os.path.join(out, "metrics")
 
 
+def opened(path):
+    """A trace, or its gzipped copy (the script compresses the committed traces)."""
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+
+
+def traces(pattern):
+    """Trace files matching pattern (*.jsonl), by their .jsonl name, gzipped or not."""
+    return sorted({f[:-3] if f.endswith(".gz") else f for f in glob.glob(pattern) + glob.glob(pattern + ".gz")})
+
+
 def load(path):
-    lines = [json.loads(l) for l in open(path)]
+    lines = [json.loads(l) for l in opened(path)]
     return lines[0].get("config", {}), [r for r in lines[1:] if "iteration" in r]
 
 
-refs = [json.loads(l) for l in open(os.path.join(mdir, "references.jsonl"))]
+refs = [json.loads(l) for l in opened(os.path.join(mdir, "references.jsonl"))]
 ref_head, refs = refs[0], refs[1:]
 runs = {}
-for f in sorted(glob.glob(os.path.join(mdir, "lasso_*.jsonl"))):
+for f in traces(os.path.join(mdir, "lasso_*.jsonl")):
     m = re.match(r"lasso_(\w+?)_(w\d+|tcp2)_s(\d+)\.jsonl", os.path.basename(f))
     runs[(m.group(1), m.group(2), int(m.group(3)))] = load(f)[1]
 fstar = min([r["objective"] for r in refs] + [p["objective"] for pts in runs.values() for p in pts])
@@ -89,6 +103,7 @@ def best_ref(solver, rel):
 
 # Plots: relative suboptimality against seconds and rounds, seed 1, one worker.
 plots = []
+tmp = tempfile.mkdtemp()
 if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).returncode == 0:
     for xkey, xlabel, name in [("elapsed_s", "seconds", "lasso_seconds"), ("iteration", "rounds", "lasso_rounds")]:
         data = []
@@ -96,7 +111,7 @@ if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).retur
             key = (s, "w1", 1)
             if key not in runs:
                 continue
-            path = os.path.join(mdir, f"{name}_{s}.dat")
+            path = os.path.join(tmp, f"{name}_{s}.dat")
             with open(path, "w") as f:
                 for p in runs[key]:
                     f.write(f"{p[xkey]} {max((p['objective'] - fstar) / fstar, 1e-12)}\n")
@@ -107,11 +122,11 @@ if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).retur
                   "set key top right; plot " + ", ".join(data))
         subprocess.run(["gnuplot", "-e", script], check=True)
         plots.append(os.path.basename(png))
-    lda = sorted(glob.glob(os.path.join(mdir, "lda_*.jsonl")))
+    lda = traces(os.path.join(mdir, "lda_*.jsonl"))
     if lda:
         data = []
         for f in lda:
-            path = f[:-6] + ".dat"
+            path = os.path.join(tmp, os.path.basename(f)[:-6] + ".dat")
             with open(path, "w") as o:
                 for p in load(f)[1]:
                     o.write(f"{p['elapsed_s']} {p['loglik']}\n")
@@ -123,7 +138,7 @@ if subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).retur
         plots.append(os.path.basename(png))
 
 lda_rows = []
-for f in sorted(glob.glob(os.path.join(mdir, "lda_*.jsonl"))):
+for f in traces(os.path.join(mdir, "lda_*.jsonl")):
     pts = load(f)[1]
     t, ll = pts[-1]["elapsed_s"], pts[-1]["loglik"]
     lda_rows.append((os.path.basename(f)[4:-6], t, ll, (ll - pts[0]["loglik"]) / t if t > 0 else float("nan"), pts))
@@ -142,7 +157,7 @@ big = {}
 for f in sorted(glob.glob(os.path.join(mdir, "big_*.err"))):
     m = re.match(r"big_(\w+?)_b(\d+)\.err", os.path.basename(f))
     key, trace = (m.group(1), int(m.group(2))), f[:-4] + ".jsonl"
-    if os.path.exists(trace):
+    if os.path.exists(trace) or os.path.exists(trace + ".gz"):
         pts = load(trace)[1]
         r3, r4 = first(pts, 1e-3), first(pts, 1e-4)
         big[key] = f"{fmt(r3[0], '{:.0f}')} rounds, {fmt(r3[1])} s to 1e-3; {fmt(r4[1])} s to 1e-4"

@@ -289,17 +289,7 @@ TEST_CASE("system::set_staleness: the next run's workers read with the new bound
 }
 
 namespace {
-ml::mf_trainer_options small_mf() {
-  ml::mf_trainer_options o;
-  o.rank = 3;
-  o.lr = 0.03;
-  o.decay = 0.05;
-  o.lambda = 1;
-  o.iterations = 40;
-  o.clocks_per_epoch = 2;
-  o.block = 4;
-  return o;
-}
+ml::mf_trainer_options small_mf() { return strata_test::small_mf_options(40); }
 
 /// Alternates the bound between the first and the last candidate (a user's policy).
 struct alternate {

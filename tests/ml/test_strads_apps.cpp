@@ -186,14 +186,7 @@ TEST_CASE("MF CCD++ reaches the SGD trainer's test RMSE within 0.02 on the synth
     CAPTURE(seed);
     const auto [train, test] = strata_test::synthetic_ratings(seed);
     // The SGD trainer as tests/ml/test_trainers.cpp runs it (rank 3, lambda 1, 30 epochs), 2 workers BSP.
-    ml::mf_trainer_options so;
-    so.rank = 3;
-    so.lr = 0.03;
-    so.decay = 0.05;
-    so.lambda = 1;
-    so.iterations = 60;
-    so.clocks_per_epoch = 2;
-    so.block = 4;
+    const ml::mf_trainer_options so = strata_test::small_mf_options(60);
     strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 2});
     const auto sgd = ml::train_mf(s1, train, test, so);
     const auto c = ccd(1, 2, train, test);

@@ -19,17 +19,7 @@ namespace {
 /// The synthetic ratings of tests/support/ml_data.hpp.
 std::pair<strata::ml::io::rating_set, strata::ml::io::rating_set> synthetic_ratings(std::uint64_t seed = 7) { return strata_test::synthetic_ratings(seed); }
 
-strata::ml::mf_trainer_options mf_opts() {
-  strata::ml::mf_trainer_options o;
-  o.rank = 3;
-  o.lr = 0.03;
-  o.decay = 0.05;
-  o.lambda = 1;
-  o.iterations = 60;
-  o.clocks_per_epoch = 2;
-  o.block = 4;
-  return o;
-}
+strata::ml::mf_trainer_options mf_opts() { return strata_test::small_mf_options(60); }
 
 /// Two planted topics over 40 words; 60 documents of 30 tokens.
 strata::ml::lda_corpus synthetic_corpus(std::uint64_t seed = 3) {

@@ -1,6 +1,7 @@
 #pragma once
 // Small synthetic data for the trainer tests (tests/ml/): a noisy low-rank rating matrix.
 #include <strata/ml/io/ratings.hpp>
+#include <strata/ml/trainers/mf_trainer.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -34,6 +35,19 @@ inline std::pair<strata::ml::io::rating_set, strata::ml::io::rating_set> synthet
       s.num_items = std::max<std::uint32_t>(s.num_items, i + 1);
     }
   return {train, test};
+}
+
+/// The SGD settings the trainer tests use on synthetic_ratings: rank 3, λ 1, 2 clocks per epoch.
+inline strata::ml::mf_trainer_options small_mf_options(std::uint32_t iterations = 60) {
+  strata::ml::mf_trainer_options o;
+  o.rank = 3;
+  o.lr = 0.03;
+  o.decay = 0.05;
+  o.lambda = 1;
+  o.iterations = iterations;
+  o.clocks_per_epoch = 2;
+  o.block = 4;
+  return o;
 }
 
 }  // namespace strata_test

@@ -12,11 +12,12 @@
 //   strata_plan --trainer lasso --data ~/.cache/strata/spam.libsvm --lambda-fraction 0.01 --budget 30
 //
 // Lasso (STRADS rounds, ml/trainers/lasso_trainer.hpp): the consistency models do not apply, so
-// every configuration is "bsp" and the plan is over data fractions and worker counts; one
+// every configuration is "bsp" and the plan is over data fractions and worker counts. One
 // iteration is one evaluation of the trace, --evaluate-every rounds (their time includes the
-// evaluation's pass over the data), and the followed quantity is F(β), the Lasso objective (already
-// per row). A data fraction is a fixed random subset of the rows, its problem built from those
-// rows alone (λ = --lambda-fraction × that problem's λ_max).
+// evaluation's pass over the data). A data fraction is a fixed random subset of the rows, its
+// problem built from those rows alone (λ = --lambda-fraction × that problem's λ_max). The followed
+// quantity is the duality gap (--quantity metric, the default), 0 at every subset's optimum;
+// --quantity objective follows F(β) itself (per row already), whose optimum differs by subset.
 #include <CLI/CLI.hpp>
 
 #include <strata/core/trace.hpp>
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
   app.add_option("--target", f.target, "target value of the followed quantity (minimised; LDA's loglik is negated)");
   app.add_option("--target-quantile", f.quantile, "without --target: this quantile of the probes' final values")->capture_default_str();
   app.add_option("--quantity", f.quantity, "what the convergence model follows: objective (per data item) or metric (default: mf metric = test "
-                 "RMSE, lda objective = -loglik per token)")->check(CLI::IsMember({"objective", "metric"}));
+                 "RMSE, lda objective = -loglik per token, lasso metric = duality gap)")->check(CLI::IsMember({"objective", "metric"}));
   app.add_flag("--measure", f.measure, "also run every held-out configuration and report the prediction errors");
   app.add_option("--measure-iterations", f.measure_iterations, "iterations of each measured run")->capture_default_str();
   app.add_option("--out", f.out, "the fit, the ranking and the checks as JSON")->capture_default_str();
@@ -231,7 +232,9 @@ int main(int argc, char** argv) {
     const std::filesystem::path dir = f.trace_dir.empty() ? f.out + ".traces" : f.trace_dir;
     std::filesystem::create_directories(dir);
     const double latency = f.delay_us * 1e-6;
-    if (f.quantity.empty()) f.quantity = f.trainer == "mf" ? "metric" : "objective";
+    // Lasso follows its duality gap: 0 at the optimum of every subset's problem, where F(β*) differs
+    // from subset to subset (fewer rows fit better) and one fitted f* cannot serve them all.
+    if (f.quantity.empty()) f.quantity = f.trainer == "lda" ? "objective" : "metric";
     cost::trace_fit_options to{.quantity = f.quantity == "metric" ? cost::fit_quantity::metric : cost::fit_quantity::objective,
                                      .unbounded_staleness = f.unbounded, .cores = cores};
 
@@ -243,6 +246,9 @@ int main(int argc, char** argv) {
     // the design spends what is left of the budget, priced by the models fitted so far once there
     // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
     auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
+    if (remaining.size() <= system_f::size)
+      throw std::invalid_argument(std::to_string(remaining.size()) + " probe candidates (fractions x workers x models); the system model needs at least " +
+                                  std::to_string(system_f::size + 1));
     const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
       return a.scale / a.workers < b.scale / b.workers;
     });

@@ -246,9 +246,9 @@ int main(int argc, char** argv) {
     // the design spends what is left of the budget, priced by the models fitted so far once there
     // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
     auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
-    if (remaining.size() <= system_f::size)
+    if (remaining.size() < system_f::size)
       throw std::invalid_argument(std::to_string(remaining.size()) + " probe candidates (fractions x workers x models); the system model needs at least " +
-                                  std::to_string(system_f::size + 1));
+                                  std::to_string(system_f::size));
     const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
       return a.scale / a.workers < b.scale / b.workers;
     });

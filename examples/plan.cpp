@@ -60,6 +60,7 @@ using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway
 
 struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
+  double optimum = std::numeric_limits<double>::quiet_NaN();  // f* of the followed quantity (NaN: estimate)
   double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
   std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
@@ -188,6 +189,7 @@ int main(int argc, char** argv) {
   auto* heldout_models = app.add_option("--heldout-models", f.heldout_models, "consistency models to predict")->capture_default_str();
   app.add_option("--unbounded-staleness", f.unbounded, "staleness the models assume for async and vap")->capture_default_str();
   app.add_option("--target", f.target, "target value of the followed quantity (minimised; LDA's loglik is negated)");
+  app.add_option("--optimum", f.optimum, "the followed quantity's optimum f*, when known (default: estimated by profile search)");
   app.add_option("--target-quantile", f.quantile, "without --target: this quantile of the probes' final values")->capture_default_str();
   app.add_option("--quantity", f.quantity, "what the convergence model follows: objective (per data item) or metric (default: mf metric = test "
                  "RMSE, lda objective = -loglik per token, lasso metric = duality gap)")->check(CLI::IsMember({"objective", "metric"}));
@@ -301,7 +303,7 @@ int main(int argc, char** argv) {
     }
     const auto sys = cost::system_model<system_f>::fit(tp);
     const auto startup = cost::system_model<system_f>::fit(sp);
-    const auto conv = cost::convergence_model<convergence_f>::fit(pp);
+    const auto conv = cost::convergence_model<convergence_f>::fit(pp, {.optimum = f.optimum});
     if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
       std::sort(finals.begin(), finals.end());
       f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];

@@ -17,6 +17,7 @@
 #include <strata/ml/trainers/lasso_trainer.hpp>
 #include <strata/sched/schedulers.hpp>
 
+#include "common/lasso_scheduler.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
 
@@ -27,28 +28,13 @@
 namespace {
 namespace ex = strata::examples;
 namespace ml = strata::ml;
-namespace sc = strata::sched;
 
 struct flags {
   ml::lasso_trainer_options lo;
-  std::string scheduler = "priority";
-  double rho = 0.1, p = 1, eta = 0.1;
-  std::uint32_t oversample = 2;
+  ex::lasso_scheduler_options sched;
   bool standardize = false, log1p = false;
   std::string out;
 };
-
-/// Calls f(scheduler) with the scheduler the flags chose (one type per name, at the edge).
-template <class F>
-auto with_scheduler(const flags& fl, std::uint64_t seed, F&& f) {
-  const sc::priority pr({.p = fl.p, .eta = fl.eta, .seed = seed});
-  const auto filt = [&](auto inner) { return sc::dependency_filter<decltype(inner)>(inner, {.rho = fl.rho, .oversample = fl.oversample}); };
-  if (fl.scheduler == "round_robin") return f(sc::round_robin{});
-  if (fl.scheduler == "random") return f(sc::uniform_random(seed));
-  if (fl.scheduler == "priority") return f(pr);
-  if (fl.scheduler == "filtered") return f(filt(pr));
-  return f(filt(sc::uniform_random(seed)));  // "random-filtered"
-}
 
 }  // namespace
 
@@ -66,12 +52,12 @@ int main(int argc, char** argv) {
   app.add_option("--depth", fl.lo.depth, "pipelining: rounds in flight (1: none)")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--evaluate-every", fl.lo.evaluate_every, "rounds between objective/gap evaluations (0: one pass)")->capture_default_str();
   app.add_option("--tolerance", fl.lo.tolerance, "stop when the duality gap <= tolerance × F")->capture_default_str();
-  app.add_option("--scheduler", fl.scheduler, "round_robin|random|priority|filtered|random-filtered")
+  app.add_option("--scheduler", fl.sched.name, "round_robin|random|priority|filtered|random-filtered")
       ->check(CLI::IsMember({"round_robin", "random", "priority", "filtered", "random-filtered"}))->capture_default_str();
-  app.add_option("--rho", fl.rho, "dependency filter: reject |correlation| >= rho")->capture_default_str();
-  app.add_option("--oversample", fl.oversample, "dependency filter: candidates per accepted coefficient")->capture_default_str();
-  app.add_option("--p", fl.p, "priority: |Δβ|^p")->capture_default_str();
-  app.add_option("--eta", fl.eta, "priority: floor, fraction of the mean non-zero priority")->capture_default_str();
+  app.add_option("--rho", fl.sched.rho, "dependency filter: reject |correlation| >= rho")->capture_default_str();
+  app.add_option("--oversample", fl.sched.oversample, "dependency filter: candidates per accepted coefficient")->capture_default_str();
+  app.add_option("--p", fl.sched.p, "priority: |Δβ|^p")->capture_default_str();
+  app.add_option("--eta", fl.sched.eta, "priority: floor, fraction of the mean non-zero priority")->capture_default_str();
   app.add_flag("--standardize", fl.standardize, "centre and scale each column (dense); the named datasets set this themselves");
   app.add_flag("--log1p", fl.log1p, "log(1 + value) of each stored value (counts)");
   app.add_option("--out", fl.out, "write the coefficients to FILE, one per line");
@@ -88,12 +74,12 @@ int main(int argc, char** argv) {
     const auto prob = ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
     const auto res = ex::dispatch(cli.so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
       strata::basic_system<T> sys(cli.so.system_config(), strata::model_params{}, std::move(tc));
-      return with_scheduler(fl, cli.so.seed, [&](auto s) { return ml::train_lasso(sys, prob, s, fl.lo); });
+      return ex::with_lasso_scheduler(fl.sched, cli.so.seed, [&](auto s) { return ml::train_lasso(sys, prob, s, fl.lo); });
     });
     if (!cli.lead()) return 0;
     auto config = ex::run_config(cli.so, "lasso", 0);
-    config.set("scheduler", fl.scheduler).set("lambda", res.lambda).set("batch", fl.lo.batch).set("depth", fl.lo.depth)
-        .set("rho", fl.rho).set("p", fl.p).set("eta", fl.eta).set("rows", prob.n).set("columns", prob.d).set("data", cli.data);
+    config.set("scheduler", fl.sched.name).set("lambda", res.lambda).set("batch", fl.lo.batch).set("depth", fl.lo.depth)
+        .set("rho", fl.sched.rho).set("p", fl.sched.p).set("eta", fl.sched.eta).set("rows", prob.n).set("columns", prob.d).set("data", cli.data);
     strata::trace_writer tw(cli.metrics, config);
     const auto trace = res.trace();
     for (std::size_t i = 0; i < trace.size(); ++i) tw.write(trace[i], {{"nnz", res.points[i].nnz}});
@@ -104,7 +90,7 @@ int main(int argc, char** argv) {
     }
     std::printf("lasso summary: scheduler=%s workers=%u n=%u d=%u lambda=%.6g rounds=%llu updates=%llu seconds=%.3f "
                 "objective=%.10g gap=%.3g nnz=%llu pipeline_staleness_max=%.0f\n",
-                fl.scheduler.c_str(), cli.so.workers * cli.so.nodes, prob.n, prob.d, res.lambda,
+                fl.sched.name.c_str(), cli.so.workers * cli.so.nodes, prob.n, prob.d, res.lambda,
                 static_cast<unsigned long long>(res.rounds.rounds), static_cast<unsigned long long>(res.updates),
                 res.rounds.seconds, res.final_eval.objective, res.final_eval.gap, static_cast<unsigned long long>(res.nnz),
                 res.rounds.staleness.stats().max());

@@ -1,5 +1,5 @@
 // strata_plan: which configuration reaches the target fastest, from a few short probe runs
-// (Hemingway / Ernest, include/strata/cost/). It chooses probes of the MF or LDA trainer on data
+// (Hemingway / Ernest, include/strata/cost/). It chooses probes of the MF, LDA or Lasso trainer on data
 // fractions and small worker counts by A-optimal design under a time budget, runs them in-process
 // (delayed<inproc> with --delay), fits the system model (time per iteration) and the convergence
 // model (objective per iteration) from their traces, predicts time to the target for held-out
@@ -9,6 +9,15 @@
 //
 //   strata_plan --trainer mf --budget 30 --delay 200 --out plan.json --measure
 //   strata_plan --trainer lda --data ~/.cache/strata/docword.spam.txt --max-docs 2000 --budget 40
+//   strata_plan --trainer lasso --data ~/.cache/strata/spam.libsvm --lambda-fraction 0.01 --budget 30
+//
+// Lasso (STRADS rounds, ml/trainers/lasso_trainer.hpp): the consistency models do not apply, so
+// every configuration is "bsp" and the plan is over data fractions and worker counts. One
+// iteration is one evaluation of the trace, --evaluate-every rounds (their time includes the
+// evaluation's pass over the data). A data fraction is a fixed random subset of the rows, its
+// problem built from those rows alone (λ = --lambda-fraction × that problem's λ_max). The followed
+// quantity is the duality gap (--quantity metric, the default), 0 at every subset's optimum;
+// --quantity objective follows F(β) itself (per row already), whose optimum differs by subset.
 #include <CLI/CLI.hpp>
 
 #include <strata/core/trace.hpp>
@@ -17,10 +26,14 @@
 #include <strata/cost/planner.hpp>
 #include <strata/cost/trace_fit.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
+#include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/io/ratings.hpp>
+#include <strata/ml/lasso.hpp>
+#include <strata/ml/trainers/lasso_trainer.hpp>
 #include <strata/ml/trainers/lda_trainer.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
+#include "common/lasso_scheduler.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
 
@@ -47,18 +60,35 @@ using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway
 
 struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
+  double optimum = std::numeric_limits<double>::quiet_NaN();  // f* of the followed quantity (NaN: estimate)
   double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
   std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
+  double lambda_fraction = 0.01;                  // lasso
+  std::uint32_t batch = 64, evaluate_every = 50;  // lasso
+  bool standardize = false;                       // lasso
+  ex::lasso_scheduler_options sched;              // lasso
   std::vector<double> fractions{0.1, 0.2, 0.3}, probe_workers{1, 2, 3}, heldout_fractions{1.0}, heldout_workers{1, 2, 3, 4};
   std::vector<std::string> probe_models{"bsp", "ssp:2", "essp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
   bool measure = false;
 };
 
+/// The first max(1, s·n) indices of a fixed shuffle of 0..n-1: the same subset for every run of a
+/// fraction s, and a larger fraction's subset holds a smaller one's.
+std::vector<std::size_t> subset(std::size_t n, double s, std::uint64_t seed) {
+  std::vector<std::size_t> idx(n);
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(idx.begin(), idx.end(), rng);
+  idx.resize(std::max<std::size_t>(1, static_cast<std::size_t>(s * static_cast<double>(n))));
+  return idx;
+}
+
 /// The data of one trainer, and a run of it on a fraction of the data with one configuration.
 struct workload {
-  ml::io::rating_set train, test;
-  ml::lda_corpus corpus;
+  ml::io::rating_set train, test;  // mf
+  ml::lda_corpus corpus;           // lda
+  ml::io::libsvm_data rows;        // lasso
   const flags* f = nullptr;
 
   /// Runs `p` for `iterations` and writes its trace to `file`.
@@ -71,32 +101,61 @@ struct workload {
     so.value_bound = f->trainer == "mf" ? 1000 : 20000;
     so.seed = f->seed;
     so.resolve();
-    std::mt19937_64 rng(f->seed);  // the same subset of the data for every run of a fraction
     auto cfg = ex::run_config(so, f->trainer, iterations);
     cfg.set("scale", p.scale).set("cores", p.cores);
-    std::vector<strata::iteration_record> its;
-    if (f->trainer == "mf") {
-      auto sub = train;
-      std::shuffle(sub.ratings.begin(), sub.ratings.end(), rng);
-      sub.ratings.resize(std::max<std::size_t>(1, static_cast<std::size_t>(p.scale * static_cast<double>(train.size()))));
-      ml::mf_trainer_options o;
-      o.iterations = iterations, o.seed = f->seed, o.rank = f->rank, o.work_repeat = f->work_repeat;
-      cfg.set("train_ratings", sub.size()).set("rank", o.rank).set("work_repeat", o.work_repeat);
-      its = ex::with_system(so, [&](auto& sys) { return ml::train_mf(sys, sub, test, o); }).iterations;
-    } else {
-      std::vector<std::size_t> docs(corpus.words.size());
-      std::iota(docs.begin(), docs.end(), std::size_t{0});
-      std::shuffle(docs.begin(), docs.end(), rng);
-      docs.resize(std::max<std::size_t>(1, static_cast<std::size_t>(p.scale * static_cast<double>(docs.size()))));
-      ml::lda_corpus sub;
-      sub.vocab_size = corpus.vocab_size;
-      for (auto d : docs) sub.words.push_back(corpus.words[d]), sub.counts.push_back(corpus.counts[d]);
-      ml::lda_trainer_options o;
-      o.iterations = iterations, o.seed = f->seed, o.topics = f->topics;
-      cfg.set("tokens", sub.tokens()).set("topics", o.topics);
-      its = ex::with_system(so, [&](auto& sys) { return ml::train_lda(sys, sub, o); }).iterations;
-    }
+    const auto its = f->trainer == "mf"    ? run_mf(so, p.scale, iterations, cfg)
+                     : f->trainer == "lda" ? run_lda(so, p.scale, iterations, cfg)
+                                           : run_lasso(so, p.scale, iterations, cfg);
     strata::trace_writer(file, cfg).write(its);
+  }
+
+ private:
+  std::vector<strata::iteration_record> run_mf(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+    auto sub = train;
+    sub.ratings.clear();
+    for (auto i : subset(train.size(), scale, f->seed)) sub.ratings.push_back(train.ratings[i]);
+    ml::mf_trainer_options o;
+    o.iterations = iterations, o.seed = f->seed, o.rank = f->rank, o.work_repeat = f->work_repeat;
+    cfg.set("train_ratings", sub.size()).set("rank", o.rank).set("work_repeat", o.work_repeat);
+    return ex::with_system(so, [&](auto& sys) { return ml::train_mf(sys, sub, test, o); }).iterations;
+  }
+
+  std::vector<strata::iteration_record> run_lda(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+    ml::lda_corpus sub;
+    sub.vocab_size = corpus.vocab_size;
+    for (auto d : subset(corpus.words.size(), scale, f->seed)) sub.words.push_back(corpus.words[d]), sub.counts.push_back(corpus.counts[d]);
+    ml::lda_trainer_options o;
+    o.iterations = iterations, o.seed = f->seed, o.topics = f->topics;
+    cfg.set("tokens", sub.tokens()).set("topics", o.topics);
+    return ex::with_system(so, [&](auto& sys) { return ml::train_lda(sys, sub, o); }).iterations;
+  }
+
+  /// Lasso: `iterations` trace points after the first, `evaluate_every` rounds apart (no early
+  /// stop); the trace's iteration k is round k × evaluate_every. F is per row already (no "size").
+  std::vector<strata::iteration_record> run_lasso(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+    ml::io::libsvm_data sub;
+    sub.num_features = rows.num_features;  // every column, some perhaps empty in a small subset
+    for (auto i : subset(rows.num_rows(), scale, f->seed)) {
+      const auto idx = rows.row_indices(i);
+      const auto val = rows.row_values(i);
+      sub.labels.push_back(rows.labels[i]);
+      sub.indices.insert(sub.indices.end(), idx.begin(), idx.end());
+      sub.values.insert(sub.values.end(), val.begin(), val.end());
+      sub.row_offsets.push_back(sub.indices.size());
+    }
+    const auto prob = ml::lasso_problem::from(sub, {.center_y = true, .standardize_x = f->standardize});
+    ml::lasso_trainer_options o;
+    o.lambda_fraction = f->lambda_fraction, o.batch = f->batch, o.evaluate_every = f->evaluate_every, o.tolerance = 0;
+    o.rounds = std::uint64_t{iterations} * f->evaluate_every + 1;  // evaluations at rounds 0, E, ..., iterations × E
+    const auto res = ex::dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
+      strata::basic_system<T> sys(so.system_config(), strata::model_params{}, std::move(tc));
+      return ex::with_lasso_scheduler(f->sched, f->seed, [&](auto s) { return ml::train_lasso(sys, prob, s, o); });
+    });
+    cfg.set("rows", prob.n).set("columns", prob.d).set("lambda", res.lambda).set("scheduler", f->sched.name).set("batch", o.batch)
+        .set("evaluate_every", o.evaluate_every);
+    auto its = res.trace();
+    for (auto& r : its) r.iteration /= f->evaluate_every;
+    return its;
   }
 };
 
@@ -115,23 +174,25 @@ std::vector<cost::model_choice> parse_models(const std::vector<std::string>& nam
 int main(int argc, char** argv) {
   CLI::App app("strata_plan: predict the fastest configuration from short probe runs (Hemingway/Ernest cost models)");
   flags f;
-  app.add_option("--trainer", f.trainer, "mf|lda")->check(CLI::IsMember({"mf", "lda"}))->capture_default_str();
-  app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file (default: ~/.cache/strata)");
+  app.add_option("--trainer", f.trainer, "mf|lda|lasso")->check(CLI::IsMember({"mf", "lda", "lasso"}))->capture_default_str();
+  app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file; lasso: a libsvm file "
+                 "(default: ~/.cache/strata, lasso: spam.libsvm)");
   app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->capture_default_str();
   app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->capture_default_str();
   app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
   app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();
   app.add_option("--fractions", f.fractions, "data fractions the probes may use")->capture_default_str();
   app.add_option("--probe-workers", f.probe_workers, "worker counts the probes may use")->capture_default_str();
-  app.add_option("--probe-models", f.probe_models, "consistency models the probes may use (bsp, ssp:S, essp:S, vap, async)")->capture_default_str();
+  auto* probe_models = app.add_option("--probe-models", f.probe_models, "consistency models the probes may use (bsp, ssp:S, essp:S, vap, async)")->capture_default_str();
   app.add_option("--heldout-fractions", f.heldout_fractions, "data fractions to predict")->capture_default_str();
   app.add_option("--heldout-workers", f.heldout_workers, "worker counts to predict")->capture_default_str();
-  app.add_option("--heldout-models", f.heldout_models, "consistency models to predict")->capture_default_str();
+  auto* heldout_models = app.add_option("--heldout-models", f.heldout_models, "consistency models to predict")->capture_default_str();
   app.add_option("--unbounded-staleness", f.unbounded, "staleness the models assume for async and vap")->capture_default_str();
   app.add_option("--target", f.target, "target value of the followed quantity (minimised; LDA's loglik is negated)");
+  app.add_option("--optimum", f.optimum, "the followed quantity's optimum f*, when known (default: estimated by profile search)");
   app.add_option("--target-quantile", f.quantile, "without --target: this quantile of the probes' final values")->capture_default_str();
   app.add_option("--quantity", f.quantity, "what the convergence model follows: objective (per data item) or metric (default: mf metric = test "
-                 "RMSE, lda objective = -loglik per token)")->check(CLI::IsMember({"objective", "metric"}));
+                 "RMSE, lda objective = -loglik per token, lasso metric = duality gap)")->check(CLI::IsMember({"objective", "metric"}));
   app.add_flag("--measure", f.measure, "also run every held-out configuration and report the prediction errors");
   app.add_option("--measure-iterations", f.measure_iterations, "iterations of each measured run")->capture_default_str();
   app.add_option("--out", f.out, "the fit, the ranking and the checks as JSON")->capture_default_str();
@@ -140,6 +201,14 @@ int main(int argc, char** argv) {
   app.add_option("--topics", f.topics, "lda: topics")->capture_default_str();
   app.add_option("--rank", f.rank, "mf: factor rank")->capture_default_str();
   app.add_option("--work-repeat", f.work_repeat, "mf: repeat each SGD pass (heavier compute)")->capture_default_str();
+  app.add_option("--lambda-fraction", f.lambda_fraction, "lasso: λ as a fraction of each subset's λ_max")->capture_default_str();
+  app.add_option("--batch", f.batch, "lasso: coefficients per round")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--evaluate-every", f.evaluate_every, "lasso: rounds per iteration (one trace point)")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--scheduler", f.sched.name, "lasso: round_robin|random|priority|filtered|random-filtered")
+      ->check(CLI::IsMember({"round_robin", "random", "priority", "filtered", "random-filtered"}))->capture_default_str();
+  app.add_option("--rho", f.sched.rho, "lasso, filtered schedulers: reject |correlation| >= rho")->capture_default_str();
+  app.add_flag("--standardize", f.standardize, "lasso: centre and scale each column (dense; for dense data such as diabetes)");
   app.add_option("--seed", f.seed, "random seed (runs, data subsets, bootstrap)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -147,17 +216,27 @@ int main(int argc, char** argv) {
     const double cores = std::max(1u, std::thread::hardware_concurrency());
     workload w;
     w.f = &f;
-    if (f.data.empty()) f.data = ex::default_data_dir() + (f.trainer == "lda" ? "/docword.spam.txt" : "");
+    if (f.data.empty()) f.data = ex::default_data_dir() + (f.trainer == "lda" ? "/docword.spam.txt" : f.trainer == "lasso" ? "/spam.libsvm" : "");
     if (f.trainer == "mf") {
       w.train = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.train.txt");
       w.test = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.test.txt");
-    } else {
+    } else if (f.trainer == "lda") {
       w.corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(f.data)), f.max_docs);
+    } else {
+      w.rows = ml::io::read_libsvm(std::filesystem::path(f.data));
+      // STRADS rounds have no consistency model: every Lasso configuration is "bsp".
+      const std::vector<std::string> bsp{"bsp"};
+      if (probe_models->count() == 0) f.probe_models = bsp;
+      if (heldout_models->count() == 0) f.heldout_models = bsp;
+      if (f.probe_models != bsp || f.heldout_models != bsp)
+        throw std::invalid_argument("--trainer lasso: the consistency models do not apply to STRADS rounds (use bsp only)");
     }
     const std::filesystem::path dir = f.trace_dir.empty() ? f.out + ".traces" : f.trace_dir;
     std::filesystem::create_directories(dir);
     const double latency = f.delay_us * 1e-6;
-    if (f.quantity.empty()) f.quantity = f.trainer == "mf" ? "metric" : "objective";
+    // Lasso follows its duality gap: 0 at the optimum of every subset's problem, where F(β*) differs
+    // from subset to subset (fewer rows fit better) and one fitted f* cannot serve them all.
+    if (f.quantity.empty()) f.quantity = f.trainer == "lda" ? "objective" : "metric";
     cost::trace_fit_options to{.quantity = f.quantity == "metric" ? cost::fit_quantity::metric : cost::fit_quantity::objective,
                                      .unbounded_staleness = f.unbounded, .cores = cores};
 
@@ -169,6 +248,9 @@ int main(int argc, char** argv) {
     // the design spends what is left of the budget, priced by the models fitted so far once there
     // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
     auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
+    if (remaining.size() < system_f::size)
+      throw std::invalid_argument(std::to_string(remaining.size()) + " probe candidates (fractions x workers x models); the system model needs at least " +
+                                  std::to_string(system_f::size));
     const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
       return a.scale / a.workers < b.scale / b.workers;
     });
@@ -221,7 +303,7 @@ int main(int argc, char** argv) {
     }
     const auto sys = cost::system_model<system_f>::fit(tp);
     const auto startup = cost::system_model<system_f>::fit(sp);
-    const auto conv = cost::convergence_model<convergence_f>::fit(pp);
+    const auto conv = cost::convergence_model<convergence_f>::fit(pp, {.optimum = f.optimum});
     if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
       std::sort(finals.begin(), finals.end());
       f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];

@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Turns benchmarks/results/cost/{mf,lda}.json (strata_plan --measure) into gnuplot scripts and the
-measured tables of REPORT.md. Usage: report.py OUT_DIR "knobs text" (called by cost_experiment.sh).
-The prose of REPORT.md between the markers is kept; the generated part is rewritten."""
+"""Turns benchmarks/results/cost/{mf,lda,lasso}.json (strata_plan --measure) into gnuplot scripts and
+the measured tables of REPORT.md. Usage: report.py OUT_DIR (called by cost_experiment.sh); each
+trainer's knobs come from OUT_DIR/<trainer>.knobs, written by the run that made its JSON.
+The prose of REPORT.md outside the markers is kept; the generated part is rewritten."""
 import json, os, statistics, sys
 
-out, knobs = sys.argv[1], sys.argv[2]
-runs = {t: json.load(open(os.path.join(out, t + ".json"))) for t in ("mf", "lda") if os.path.exists(os.path.join(out, t + ".json"))}
+out = sys.argv[1]
+runs = {t: json.load(open(os.path.join(out, t + ".json"))) for t in ("mf", "lda", "lasso") if os.path.exists(os.path.join(out, t + ".json"))}
+
+def knobs_of(t):
+    path = os.path.join(out, t + ".knobs")
+    return open(path).read().strip() if os.path.exists(path) else "(not recorded)"
 
 def rel(p, m):
     return abs(p - m) / abs(m)
@@ -16,13 +21,15 @@ def pct(x):
 def med(v):
     return statistics.median(v) if v else None
 
-gen = [f"Command: `bash benchmarks/cost_experiment.sh` (knobs: `{knobs}`).", ""]
+gen = []
 gp = []
+quantities = {("mf", "metric"): "test RMSE", ("lda", "objective"): "-loglik per token", ("lasso", "metric"): "duality gap",
+              ("lasso", "objective"): "F(beta)"}
 for t, d in runs.items():
     cs = d["heldout"]["configurations"]
     s = d["heldout"]["summary"]
-    quantity = "test RMSE" if d["quantity"] == "metric" and t == "mf" else ("-loglik per token" if t == "lda" else d["quantity"])
-    gen += [f"## {t.upper()}", ""]
+    quantity = quantities.get((t, d["quantity"]), d["quantity"])
+    gen += [f"## {t.upper() if t != 'lasso' else 'Lasso'}", "", f"Command: `bash benchmarks/cost_experiment.sh` (knobs: `{knobs_of(t)}`).", ""]
     gen += [f"Probes: {len(d['probes'])} runs in {d['probe_seconds']:.1f} s (budget {d['budget']:.0f} s); "
             f"target: {quantity} <= {d['target']:g}; fitted f* = {d['convergence_model']['optimum']:.4g}.", ""]
     gen += ["| probe | s/iteration |", "|---|---|"]
@@ -41,8 +48,12 @@ for t, d in runs.items():
         return med([e for c, e in tt if pred(c)])
     groups = [("all", lambda c: True), ("m <= 3 (probed worker counts)", lambda c: c["config"]["workers"] <= 3),
               ("m = 4 (never probed; oversubscribes 2 cores)", lambda c: c["config"]["workers"] == 4)]
-    for name in ("bsp", "ssp", "essp", "vap", "async"):
-        groups.append((name, lambda c, n=name: c["config"]["consistency"] == n))
+    if t == "lasso":  # STRADS rounds: bsp only; the held-out axis besides m is the data fraction
+        for frac in sorted({c["config"]["scale"] for c in cs}):
+            groups.append((f"scale {frac:g} (never probed)", lambda c, x=frac: c["config"]["scale"] == x))
+    else:
+        for name in ("bsp", "ssp", "essp", "vap", "async"):
+            groups.append((name, lambda c, n=name: c["config"]["consistency"] == n))
     gen += ["| held-out group | configs | median error, s/iteration | median error, time to target |", "|---|---|---|---|"]
     for name, pred in groups:
         n = sum(1 for c in cs if pred(c))
@@ -74,7 +85,7 @@ for t, d in runs.items():
     for kind, title, dat in (("time_per_iteration", "seconds per iteration", "spi"), ("time_to_target", "seconds to target", "tt")):
         gp.append((f"{t}_{kind}.gp", f"""set terminal pngcairo size 560,480
 set output '{t}_{kind}.png'
-set title '{t.upper()}: {title}, held-out configurations'
+set title '{t.upper() if t != "lasso" else "Lasso"}: {title}, held-out configurations'
 set xlabel 'measured'
 set ylabel 'predicted'
 set logscale xy

@@ -1,12 +1,24 @@
 # Runs strata_plan on tiny data and checks the JSON it writes: it parses, holds a ranking of every
 # held-out configuration in non-decreasing predicted time, both fitted models, and (with --measure)
-# the held-out checks. Used by the ctest example.plan.tiny (examples/CMakeLists.txt):
+# the held-out checks, every ranked configuration measured. Used by the ctests example.plan.tiny and
+# example.plan.lasso_tiny (examples/CMakeLists.txt):
 #   cmake -DPLAN=strata_plan -DDATA=dir -DOUT=file.json -P check_plan_json.cmake
-execute_process(
-  COMMAND ${PLAN} --trainer mf --data ${DATA} --budget 2 --probe-iterations 6 --warmup 2 --fractions 0.5 1
-          --probe-workers 1 2 --probe-models bsp ssp:1 --heldout-workers 1 2 3 --heldout-models bsp ssp:2 async
-          --heldout-fractions 1 --rank 4 --measure --measure-iterations 8 --out ${OUT}
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+#   cmake -DPLAN=strata_plan -DTRAINER=lasso -DDATA=file.libsvm -DOUT=file.json -P check_plan_json.cmake
+if(TRAINER STREQUAL "lasso")  # DATA: a libsvm file; 4 held-out configurations, every one bsp
+  set(want_n 4)
+  set(want_what "4 worker counts, bsp only")
+  set(args --trainer lasso --data ${DATA} --standardize --budget 2 --probe-iterations 6 --warmup 1 --evaluate-every 5 --batch 2
+           --lambda-fraction 0.05 --fractions 0.3 0.6 1 --probe-workers 1 2 3 --heldout-workers 1 2 3 4 --heldout-fractions 1
+           --target-quantile 0.5 --measure --measure-iterations 12 --out ${OUT})
+else()  # DATA: the tiny ratings folder
+  set(want_n 9)
+  set(want_what "3 worker counts x 3 models")
+  set(args --trainer mf --data ${DATA} --budget 2 --probe-iterations 6 --warmup 2 --fractions 0.5 1
+           --probe-workers 1 2 --probe-models bsp ssp:1 --heldout-workers 1 2 3 --heldout-models bsp ssp:2 async
+           --heldout-fractions 1 --rank 4 --measure --measure-iterations 8 --out ${OUT})
+endif()
+file(REMOVE ${OUT})
+execute_process(COMMAND ${PLAN} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "strata_plan failed (${rc}): ${err}")
@@ -16,8 +28,8 @@ string(JSON n ERROR_VARIABLE e LENGTH "${json}" ranking)
 if(e)
   message(FATAL_ERROR "${OUT}: no ranking array: ${e}")
 endif()
-if(NOT n EQUAL 9)
-  message(FATAL_ERROR "${OUT}: ${n} ranked configurations, want 9 (3 worker counts x 3 models)")
+if(NOT n EQUAL want_n)
+  message(FATAL_ERROR "${OUT}: ${n} ranked configurations, want ${want_n} (${want_what})")
 endif()
 set(prev -1)
 math(EXPR last "${n} - 1")
@@ -42,5 +54,27 @@ foreach(key system_model convergence_model heldout)
     message(FATAL_ERROR "${OUT}: no ${key} object")
   endif()
 endforeach()
+# Every ranked configuration was measured, with a positive time per iteration.
+string(JSON nh LENGTH "${json}" heldout configurations)
+if(NOT nh EQUAL n)
+  message(FATAL_ERROR "${OUT}: ${nh} measured held-out configurations, want ${n}")
+endif()
+foreach(i RANGE ${last})
+  string(JSON label GET "${json}" heldout configurations ${i} label)
+  string(JSON m GET "${json}" heldout configurations ${i} measured_seconds_per_iteration)
+  if(NOT m GREATER 0)
+    message(FATAL_ERROR "${OUT}: held-out ${label}: measured time per iteration ${m}")
+  endif()
+  if(TRAINER STREQUAL "lasso" AND NOT label MATCHES "^bsp m=[1-4] scale=1$")
+    message(FATAL_ERROR "${OUT}: held-out ${label}: want bsp m=1..4 scale=1 (Lasso has no consistency model)")
+  endif()
+endforeach()
+if(TRAINER STREQUAL "lasso")
+  string(JSON quantity GET "${json}" quantity)
+  string(JSON timed GET "${json}" heldout summary timed)
+  if(NOT quantity STREQUAL "metric" OR timed LESS 1)
+    message(FATAL_ERROR "${OUT}: lasso follows '${quantity}' (want metric, the duality gap); ${timed} configurations reached the target")
+  endif()
+endif()
 string(JSON spi GET "${json}" heldout summary median_error_seconds_per_iteration)
 message(STATUS "PLAN OK: ${n} configurations ranked, median time/iteration error ${spi}")

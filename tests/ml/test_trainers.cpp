@@ -21,17 +21,7 @@ std::pair<strata::ml::io::rating_set, strata::ml::io::rating_set> synthetic_rati
 
 strata::ml::mf_trainer_options mf_opts() { return strata_test::small_mf_options(60); }
 
-/// Two planted topics over 40 words; 60 documents of 30 tokens.
-strata::ml::lda_corpus synthetic_corpus(std::uint64_t seed = 3) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<std::uint32_t>> docs(60);
-  for (std::size_t d = 0; d < docs.size(); ++d)
-    for (int t = 0; t < 30; ++t) {
-      const bool first = (rng() % 10) < (d % 2 ? 8u : 2u);
-      docs[d].push_back(static_cast<std::uint32_t>((first ? 0 : 20) + rng() % 20));
-    }
-  return strata::ml::lda_corpus::from_tokens(docs, 40);
-}
+using strata_test::synthetic_corpus;
 
 strata::ml::lda_trainer_options lda_opts() {
   strata::ml::lda_trainer_options o;

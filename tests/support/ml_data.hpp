@@ -1,6 +1,7 @@
 #pragma once
 // Small synthetic data for the trainer tests (tests/ml/): a noisy low-rank rating matrix.
 #include <strata/ml/io/ratings.hpp>
+#include <strata/ml/trainers/lda_trainer.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
 #include <algorithm>
@@ -48,6 +49,18 @@ inline strata::ml::mf_trainer_options small_mf_options(std::uint32_t iterations 
   o.clocks_per_epoch = 2;
   o.block = 4;
   return o;
+}
+
+/// Two planted topics over 40 words; 60 documents of 30 tokens (the LDA trainer tests' corpus).
+inline strata::ml::lda_corpus synthetic_corpus(std::uint64_t seed = 3) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<std::uint32_t>> docs(60);
+  for (std::size_t d = 0; d < docs.size(); ++d)
+    for (int t = 0; t < 30; ++t) {
+      const bool first = (rng() % 10) < (d % 2 ? 8u : 2u);
+      docs[d].push_back(static_cast<std::uint32_t>((first ? 0 : 20) + rng() % 20));
+    }
+  return strata::ml::lda_corpus::from_tokens(docs, 40);
 }
 
 }  // namespace strata_test

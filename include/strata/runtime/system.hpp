@@ -379,13 +379,13 @@ class basic_system {
   }
   bool all_on_threads() {
     const int parties = static_cast<int>(workers_.size() + servers_.size() + (coord_ ? 1 : 0));
-    std::atomic<int> ok{0};
-    std::atomic<int> pending{parties};
+    int ok = 0, pending = parties;  // under m: the waiter may return (and m, cv go) once pending is 0
     std::mutex m;
     std::condition_variable cv;
     auto note = [&](bool good) {
-      if (good) ok++;
-      if (--pending == 0) { std::lock_guard l(m); cv.notify_all(); }
+      std::lock_guard l(m);
+      if (good) ++ok;
+      if (--pending == 0) cv.notify_all();
     };
     for (auto& ws : workers_)
       asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->done()); });

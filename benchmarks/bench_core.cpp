@@ -1,5 +1,7 @@
 // Parameter-server core micro-benchmarks, each against a baseline measured in the same run:
 //  - get + inc from the worker's cache vs a plain array loop doing the same additions;
+//  - get alone from the cache with 4 workers (each read records its min-clock staleness and, for
+//    the 3 other writers, its per-writer staleness) vs a plain array loop doing the same reads;
 //  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round.
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
 #include <strata/strata.hpp>
@@ -54,6 +56,36 @@ double ps_cache_loop(long n) {
   return per;
 }
 
+double array_read_loop(long n) {
+  std::vector<float> a(rows * width, 1.f);
+  volatile float sink = 0;
+  auto t0 = clk::now();
+  for (long i = 0; i < n; ++i) sink = sink + a[static_cast<int>(i % rows) * width + static_cast<int>(i % width)];
+  return secs(t0, clk::now()) / static_cast<double>(n);
+}
+
+double ps_read_loop(long n) {
+  strata::system<strata::essp<8>> sys({.nodes = 1, .workers_per_node = 4});
+  auto t = sys.add_table<strata::dense_row<float>>(width);
+  double per = 0;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    for (int r = 0; r < rows; ++r) co_await w.inc(t, r, w.id(), 1.f);  // every row gets 4 writers
+    co_await w.clock();
+    co_await w.barrier();
+    if (w.id() != 0) co_return;
+    for (int r = 0; r < rows; ++r) (void)co_await w.get(t, r);  // warm the cache
+    volatile float sink = 0;
+    auto t0 = clk::now();
+    for (long i = 0; i < n; ++i) {
+      const auto& row = co_await w.get(t, static_cast<strata::row_id>(i % rows));
+      sink = sink + row.get(static_cast<strata::col_id>(i % width));
+    }
+    per = secs(t0, clk::now()) / static_cast<double>(n);
+    co_await w.clock();
+  });
+  return per;
+}
+
 double barrier_round(int p, int rounds) {
   std::barrier b(p);
   auto t0 = clk::now();
@@ -87,6 +119,10 @@ int main() {
   const double ps = best_of(5, [&] { return ps_cache_loop(n); });
   std::printf("get+inc from cache: %.2f ns/op, plain array loop %.2f ns/op, ratio %.1fx slower\n", ps * 1e9, base * 1e9,
               ps / base);
+  const double rbase = best_of(5, [&] { return array_read_loop(n); });
+  const double rps = best_of(5, [&] { return ps_read_loop(n); });
+  std::printf("get from cache, 4 workers: %.2f ns/op, plain array read loop %.2f ns/op, ratio %.1fx slower\n", rps * 1e9,
+              rbase * 1e9, rps / rbase);
   std::printf("%-8s %14s %14s %8s\n", "workers", "bsp clock (us)", "barrier (us)", "ratio");
   for (int p : {1, 2, 4, 8}) {
     const int rounds = 2000;

@@ -86,6 +86,7 @@ int inspect_saved(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo,
 
 strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const lda_flags& f, const ml::lda_corpus& corpus) {
   auto c = ex::run_config(cli.so, f.mode == "rotation" ? "lda_rotation" : "lda", lo.iterations);
+  c.set("eval_every", lo.eval_every);
   c.set("topics", lo.topics).set("alpha", lo.alpha).set("beta", lo.beta).set("docs", corpus.words.size())
       .set("vocab", corpus.vocab_size).set("tokens", corpus.tokens()).set("data", cli.data);
   return c;

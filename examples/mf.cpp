@@ -107,6 +107,7 @@ std::optional<ml::mf_biased_model> load_start(const ex::trainer_cli& cli, ml::mf
 strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const ml::io::rating_set& train,
                                 const ml::io::rating_set& test) {
   auto c = ex::run_config(cli.so, "mf", mo.iterations);
+  c.set("eval_every", mo.eval_every);
   c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda)
       .set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
       .set("train_ratings", train.size()).set("test_ratings", test.size()).set("data", cli.data);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <unistd.h>
 #include <utility>
@@ -76,7 +77,8 @@ class progress_line {
   bool quiet_, tty_, shown_ = false;
 };
 
-/// The trainers' progress callback: "<trainer> <model> iter i/N  <time>  <metric>  staleness ...
+/// The trainers' progress callback: "<trainer> <model> iter i/N  <time>  <metric>  staleness min-clock
+/// mean max, per-writer mean [min, max] ...
 /// wait ...", the metric shown by `metric_text`. Over several processes the live line shows this
 /// process's workers only (the trace and the summary are merged over every worker).
 inline std::function<void(const iteration_record&)> progress_printer(progress_line& line, const system_options& so,
@@ -85,9 +87,12 @@ inline std::function<void(const iteration_record&)> progress_printer(progress_li
   const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
   return [&line, label = so.model_label(), trainer = std::move(trainer), iterations, text = std::move(metric_text),
           view](const iteration_record& it) {
-    line.show(fmt("%s %-12s iter %3u/%u  %7.2fs  %s  staleness mean %.2f max %lld  wait %.2fs%s", trainer.c_str(),
-                  label.c_str(), it.iteration, iterations, it.elapsed_s, text(it.metric).c_str(), it.staleness_mean(),
-                  static_cast<long long>(it.staleness_max()), it.wait_s, view));
+    const auto& ws = it.writer_staleness;
+    line.show(fmt("%s %-12s iter %3u/%u  %7.2fs  %s  staleness min-clock %.2f max %lld, per-writer %.2f [%lld, %lld]  wait %.2fs%s",
+                  trainer.c_str(), label.c_str(), it.iteration, iterations, it.elapsed_s, text(it.metric).c_str(),
+                  it.staleness_mean(), static_cast<long long>(it.staleness_max()), it.writer_staleness_mean(),
+                  static_cast<long long>(ws.empty() ? 0 : ws.begin()->first),
+                  static_cast<long long>(ws.empty() ? 0 : ws.rbegin()->first), it.wait_s, view));
   };
 }
 
@@ -103,7 +108,8 @@ class summary {
     fields_.push_back({std::move(key), std::move(value), every_rank});
     return *this;
   }
-  /// The fields every trainer reports about the run itself: mean and largest observed staleness,
+  /// The fields every trainer reports about the run itself: mean and largest min-clock staleness,
+  /// mean, smallest and largest per-writer staleness,
   /// blocking time and transport bytes, over every worker and iteration.
   summary& add_run(const ml::run_outcome& r) {
     std::int64_t smax = 0;
@@ -111,6 +117,15 @@ class summary {
     for (const auto& it : r.iterations) smax = std::max(smax, it.staleness_max()), wait += it.wait_s;
     add("staleness_mean", fmt("%.3f", mean_staleness(r.iterations)));
     add("staleness_max", std::to_string(smax));
+    std::map<std::int64_t, std::uint64_t> ws;
+    for (const auto& it : r.iterations)
+      for (auto [v, c] : it.writer_staleness) ws[v] += c;
+    double sum = 0;
+    std::uint64_t n = 0;
+    for (auto [v, c] : ws) sum += static_cast<double>(v) * static_cast<double>(c), n += c;
+    add("writer_staleness_mean", fmt("%.3f", n ? sum / static_cast<double>(n) : 0.0));
+    add("writer_staleness_min", std::to_string(ws.empty() ? 0 : ws.begin()->first));
+    add("writer_staleness_max", std::to_string(ws.empty() ? 0 : ws.rbegin()->first));
     add("wait_s", fmt("%.2f", wait));
     return add("bytes_sent", std::to_string(r.bytes_sent));
   }

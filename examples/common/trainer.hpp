@@ -60,6 +60,10 @@ struct trainer_cli {
     app.add_option("--save", save, "write the trained model to FILE (text; README describes the format)");
     app.add_option("--load", load, "read a model saved with --save from FILE");
     app.add_flag("--no-prefetch", [&run](std::int64_t) { run.prefetch = false; }, "request rows one at a time");
+    app.add_option("--eval-every", run.eval_every,
+                   "K > 0: objective and metric of the true model (a consistent snapshot of the tables) after every K-th "
+                   "iteration and the last, null in between; 0: each worker's own view, every iteration")
+        ->capture_default_str();
     app.add_flag("--quiet", quiet, "no progress display");
     app.add_flag("--bench-baseline", bench, "also time a plain single-threaded loop and print the per-thread ratio");
   }

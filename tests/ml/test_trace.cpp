@@ -26,6 +26,7 @@ strata::iteration_record sample_record(std::uint32_t it) {
   r.metric = 0.91234567890123 / (it + 1);
   r.metric_name = "rmse";
   r.staleness = {{-1, 10}, {0, 800}, {1, 120}, {7, 1}};
+  r.writer_staleness = {{-3, 4}, {-1, 20}, {0, 900}, {2, 30}};
   r.wait_s = 1e-7 * it;
   r.bytes_sent = (std::uint64_t{1} << 40) + 12345 + it;  // beyond 2^32, exact below 2^53
   r.worker_elapsed_s = {0.25 + it, 1.0 / 7.0, 2.5e-3};

@@ -125,9 +125,9 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
     rows << '\n';
   }
   const auto st = sys.total_stats();
-  if (bounded && st.reads > 0 && st.staleness.stats().max() > mp.staleness) bad.add("observed staleness above the bound");
+  if (bounded && st.reads > 0 && st.min_clock_staleness.stats().max() > mp.staleness) bad.add("observed staleness above the bound");
   std::cout << rows.str() << "RESULT rank=" << rank << " model=" << mp.describe() << " reads=" << st.reads
-            << " max_staleness=" << (st.reads ? st.staleness.stats().max() : 0) << " bytes_sent=" << sys.transport().bytes_sent()
+            << " max_staleness=" << (st.reads ? st.min_clock_staleness.stats().max() : 0) << " bytes_sent=" << sys.transport().bytes_sent()
             << (bad.count ? " VIOLATIONS" : " ok") << std::endl;
   if (bad.count) {
     std::cerr << "VIOLATION (" << bad.count << "): " << bad.first << std::endl;

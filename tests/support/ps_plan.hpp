@@ -7,6 +7,8 @@
 #include <strata/runtime/params.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -87,6 +89,30 @@ void check_read(const plan& pl, const strata::model_params& mp, int self, int r,
   std::string got;
   for (auto x : v) got += " " + std::to_string(x);
   bad.add(where + "no clock within the staleness bound explains the read:" + got);
+}
+
+/// The per-writer clocks `wc` of the copy of row r that `self` read at clock c (values `v`): for
+/// every other worker q the row holds exactly q's increments through wc[q] (flushes apply whole and
+/// in order; under a value bound a flush may carry part of clock wc[q], so then at least those through
+/// wc[q] - 1), and never fewer than the model's bound lets it. Adds each (c - 1) - wc[q] to `expect`.
+void check_writers(const plan& pl, const strata::model_params& mp, int self, int r, long c, const std::vector<long>& v,
+                   const std::vector<strata::clock_type>& wc, std::map<std::int64_t, std::uint64_t>& expect, violations& bad) {
+  const std::string where =
+      "worker " + std::to_string(self) + " clock " + std::to_string(c) + " row " + std::to_string(r) + ": ";
+  if (wc.size() != static_cast<std::size_t>(pl.P)) return bad.add(where + "no writer clocks for a cached row");
+  const bool partial = std::isfinite(mp.value_bound);
+  for (int q = 0; q < pl.P; ++q) {
+    if (q == self) continue;
+    const long lo = pl.cum(q, r, partial ? wc[q] - 1 : wc[q]), hi = pl.cum(q, r, wc[q]);
+    if (v[q] < lo || v[q] > hi)
+      bad.add(where + "writer " + std::to_string(q) + " at clock " + std::to_string(wc[q]) + " does not explain column value " +
+              std::to_string(v[q]) + " (expected " + std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    const std::int64_t s = (c - 1) - wc[q];
+    if (mp.staleness != strata::unbounded && s > mp.staleness)
+      bad.add(where + "per-writer staleness " + std::to_string(s) + " above the bound");
+    if (mp.exact && mp.staleness == 0 && s != 0) bad.add(where + "per-writer staleness " + std::to_string(s) + " under BSP");
+    ++expect[s];
+  }
 }
 
 }  // namespace strata_test

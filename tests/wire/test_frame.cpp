@@ -281,3 +281,30 @@ TEST_CASE("frame: random corruption of a valid frame never crashes") {
   }
   CHECK(errors > 0);
 }
+
+TEST_CASE("frame: rows carry per-writer clocks compactly, as differences from reflects") {
+  const endpoint src{0, 0}, dst{1, 1};
+  wire::rows r;
+  r.shard = 0;
+  r.reflects = 1000;
+  r.count = 0;
+  auto size_of = [&](const wire::rows& m) { return wire::encode_message(src, dst, m).size(); };
+  const auto base = size_of(r);  // no writer clocks: every writer at `reflects`
+  r.writers = {1000, 1003, 1000 - 1, 1000 + 63};
+  CHECK(size_of(r) == base + 4);  // one byte per writer within +-63
+  r.writers = {1000, 1000 + 64, no_clock, 1000 + (std::int64_t{1} << 40)};
+  std::error_code ec;
+  auto back = std::get<wire::rows>(wire::decode_message(wire::encode_message(src, dst, r), wire::default_max_frame, ec).second);
+  REQUIRE_FALSE(ec);
+  CHECK(back.writers == r.writers);
+  CHECK(back.reflects == r.reflects);
+  // A varint cut short (its last byte has the continuation bit) is a bad frame, not a crash.
+  r.writers = {1000, 1001};
+  auto bytes = wire::encode_message(src, dst, r);
+  // layout after the header: variant index (u32), shard u32, reflects i64, acked u64, push u8, count u32, u16 n, bytes
+  const std::size_t at = wire::frame_header_size + 4 + 4 + 8 + 8 + 1 + 4;
+  REQUIRE(static_cast<std::uint8_t>(bytes[at]) == 2);  // two bytes of writer clocks
+  bytes[at + 3] = std::byte{0x80};
+  wire::decode_message(bytes, wire::default_max_frame, ec);
+  CHECK(ec == make_error_code(errc::bad_frame));
+}

@@ -17,7 +17,11 @@
 ///   (evaluation excluded); `objective`: the trainer's objective; one more number, the metric,
 ///   named by the trainer (`rmse` for MF, `loglik` for LDA); `staleness`: `hist` maps an observed
 ///   staleness (c − 1) − t to the number of reads of the iteration that saw it (`mean` and `max`
-///   are derived from it, for readers that want them ready-made); `wait_s`: seconds the workers
+///   are derived from it, for readers that want them ready-made), t being the clock through which
+///   the row held every worker's updates (a minimum over writers); `writer_staleness`: the same
+///   form (plus `min`) for the per-writer figure, one count per read and other worker q:
+///   (c − 1) − newest clock of q's updates the row held (negative when it held q's updates from the
+///   reader's clock or later; absent in older traces, read back as empty); `wait_s`: seconds the workers
 ///   were blocked in it, summed over workers; `bytes_sent`: transport bytes sent since the start
 ///   (all processes); `worker_elapsed_s`: each worker's own elapsed_s, by worker id (absent in
 ///   traces written before it existed: read back as empty).
@@ -56,7 +60,8 @@ struct iteration_record {
   double objective = 0;         ///< the trainer's objective (MF: training loss, LDA: joint log-likelihood)
   double metric = 0;            ///< the named metric (MF: test RMSE, LDA: joint log-likelihood)
   std::string metric_name;      ///< its name in the trace ("rmse", "loglik"; "metric" when empty)
-  std::map<std::int64_t, std::uint64_t> staleness;  ///< observed staleness of this iteration's reads -> count
+  std::map<std::int64_t, std::uint64_t> staleness;  ///< min-clock staleness (c-1)-t of this iteration's reads -> count
+  std::map<std::int64_t, std::uint64_t> writer_staleness;  ///< per read and other writer: (c-1)-newest clock held -> count
   double wait_s = 0;            ///< seconds workers spent blocked in this iteration (summed over workers)
   std::uint64_t bytes_sent = 0; ///< transport bytes sent since the start, at the end of the iteration
   std::vector<double> worker_elapsed_s;  ///< each worker's elapsed_s, by worker id (elapsed_s is their maximum)
@@ -76,6 +81,14 @@ struct iteration_record {
   }
   /// Largest observed staleness (0 when there were no reads).
   std::int64_t staleness_max() const noexcept { return staleness.empty() ? 0 : staleness.rbegin()->first; }
+
+  /// Mean per-writer staleness (0 when none was recorded).
+  double writer_staleness_mean() const noexcept {
+    double s = 0;
+    std::uint64_t n = 0;
+    for (auto [v, c] : writer_staleness) s += static_cast<double>(v) * static_cast<double>(c), n += c;
+    return n ? s / static_cast<double>(n) : 0.0;
+  }
 
   bool operator==(const iteration_record&) const = default;
 };
@@ -109,6 +122,13 @@ inline json_value to_json(const iteration_record& r) {
   for (auto [v, c] : r.staleness) hist.set(std::to_string(v), c);
   json_value st = json_value::object();
   st.set("mean", r.staleness_mean()).set("max", r.staleness_max()).set("hist", std::move(hist));
+  json_value whist = json_value::object();
+  for (auto [v, c] : r.writer_staleness) whist.set(std::to_string(v), c);
+  json_value wst = json_value::object();
+  wst.set("mean", r.writer_staleness_mean())
+      .set("min", r.writer_staleness.empty() ? std::int64_t{0} : r.writer_staleness.begin()->first)
+      .set("max", r.writer_staleness.empty() ? std::int64_t{0} : r.writer_staleness.rbegin()->first)
+      .set("hist", std::move(whist));
   json_value workers = json_value::array();
   for (double t : r.worker_elapsed_s) workers.push_back(t);
   json_value o = json_value::object();
@@ -117,6 +137,7 @@ inline json_value to_json(const iteration_record& r) {
       .set("objective", r.objective)
       .set(r.metric_name.empty() ? std::string("metric") : r.metric_name, r.metric)
       .set("staleness", std::move(st))
+      .set("writer_staleness", std::move(wst))
       .set("wait_s", r.wait_s)
       .set("bytes_sent", r.bytes_sent)
       .set("worker_elapsed_s", std::move(workers));
@@ -156,16 +177,17 @@ inline iteration_record record_from_json(const json_value& o) {
       r.wait_s = detail::trace_number(v, "wait_s");
     } else if (key == "bytes_sent") {
       r.bytes_sent = detail::trace_count(v, "bytes_sent", 0x1p53);
-    } else if (key == "staleness") {
-      if (!v.is_object()) throw json_error("\"staleness\" is not an object");
+    } else if (key == "staleness" || key == "writer_staleness") {
+      if (!v.is_object()) throw json_error("\"" + key + "\" is not an object");
+      auto& into = key == "staleness" ? r.staleness : r.writer_staleness;
       if (const json_value* h = v.find("hist")) {
-        if (!h->is_object()) throw json_error("\"staleness\".\"hist\" is not an object");
+        if (!h->is_object()) throw json_error("\"" + key + "\".\"hist\" is not an object");
         for (const auto& [s, c] : h->as_object()) {
           std::int64_t k = 0;
           const auto res = std::from_chars(s.data(), s.data() + s.size(), k);
           if (s.empty() || res.ec != std::errc() || res.ptr != s.data() + s.size())
-            throw json_error("staleness key \"" + s + "\" is not an integer");
-          r.staleness[k] += detail::trace_count(c, "staleness count", 0x1p53);
+            throw json_error(key + " key \"" + s + "\" is not an integer");
+          into[k] += detail::trace_count(c, "staleness count", 0x1p53);
         }
       }
     } else if (key == "worker_elapsed_s") {

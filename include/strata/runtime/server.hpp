@@ -28,13 +28,17 @@ class server_shard {
   server_shard(node_id me, worker_map wm, model_params mp, std::vector<std::unique_ptr<server_table_base>> tables,
                send_fn send)
       : me_(me), wm_(wm), mp_(mp), tables_(std::move(tables)), send_(std::move(send)),
-        clock_(wm.workers(), 0), folded_seq_(wm.workers(), 0), has_subs_(wm.workers(), false) {}
+        clock_(wm.workers(), 0), folded_seq_(wm.workers(), 0), has_subs_(wm.workers(), false),
+        newest_(wm.workers(), no_clock) {}
 
   void on_message(endpoint src, wire::message&& m) {
     std::visit([&](auto& x) { handle(src, x); }, m);
   }
 
   clock_type min_clock() const noexcept { return min_; }
+  /// Per worker, the newest clock tag of its flushes whose increments this shard's rows hold
+  /// (`no_clock` before the first): what rows replied and pushed carry as `wire::rows::writers`.
+  const std::vector<clock_type>& newest_applied() const noexcept { return newest_; }
   server_table_base& table(table_id t) { return *tables_.at(t); }
   std::size_t num_tables() const noexcept { return tables_.size(); }
 
@@ -52,7 +56,7 @@ class server_shard {
       if (!mp_.exact) touched.emplace_back(t, r);
     }
     if (mp_.exact) pending_seq_[f.tag].emplace_back(f.from, f.seq);
-    else folded_seq_[f.from] = f.seq;
+    else folded_seq_[f.from] = f.seq, newest_[f.from] = std::max(newest_[f.from], f.tag);
     clock_[f.from] = f.done ? finished : std::max(clock_[f.from], f.new_clock);
     if (f.done)
       for (const auto& [round, c] : collectives_)
@@ -166,6 +170,7 @@ class server_shard {
     min_ = 0;
     std::fill(folded_seq_.begin(), folded_seq_.end(), 0);
     std::fill(has_subs_.begin(), has_subs_.end(), false);
+    std::fill(newest_.begin(), newest_.end(), no_clock);
     pending_seq_.clear();
     parked_.clear();
     dirty_.clear();
@@ -176,10 +181,17 @@ class server_shard {
 
  private:
 
+  /// The writer clocks that go with rows encoded now (empty when every one is at `reflects`).
+  std::vector<clock_type> writers(clock_type reflects) const {
+    if (std::all_of(newest_.begin(), newest_.end(), [&](clock_type c) { return c == reflects; })) return {};
+    return newest_;
+  }
+
   void reply(const wire::row_request& q) {
     wire::rows out;
     out.shard = me_;
     out.reflects = min_ - 1;
+    out.writers = writers(out.reflects);
     out.acked_seq = folded_seq_[q.from];
     out.count = 1;
     byte_writer w(out.payload.bytes);
@@ -213,6 +225,7 @@ class server_shard {
       while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
         for (auto [w, s] : pending_seq_.begin()->second) {
           folded_seq_[w] = std::max(folded_seq_[w], s);
+          newest_[w] = std::max(newest_[w], pending_seq_.begin()->first);
           acked[w] = true;
         }
         pending_seq_.erase(pending_seq_.begin());
@@ -238,6 +251,7 @@ class server_shard {
       out.acked_seq = folded_seq_[w];
       out.push = subscribed;
       if (subscribed) {
+        out.writers = writers(out.reflects);
         byte_writer wr(out.payload.bytes);
         for (auto [t, r] : changed) {
           const auto* subs = tables_[t]->subscribers(r);
@@ -275,6 +289,7 @@ class server_shard {
         for (worker_id w : *subs) {
           if (clock_[w] == finished) continue;
           auto& m = msg(w);
+          if (m.count == 0) m.writers = writers(m.reflects);
           byte_writer wr(m.payload.bytes);
           wr.put(t);
           wr.put(r);
@@ -295,6 +310,7 @@ class server_shard {
   clock_type min_ = 0;
   std::vector<std::uint64_t> folded_seq_;
   std::vector<bool> has_subs_;
+  std::vector<clock_type> newest_;  // per worker: newest flush tag applied to the rows
   std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
   std::vector<wire::row_request> parked_;
   std::vector<std::pair<table_id, row_id>> dirty_;  // applied since the last push (ESSP, applied at once)

@@ -27,14 +27,21 @@ namespace strata {
 
 /// What a worker measured during a run.
 struct worker_stats {
-  int_histogram staleness;        ///< observed staleness of every read: (clock - 1) - reflected clock
+  /// Every read's (c - 1) - t: c the reader's clock, t the clock through which the row holds every
+  /// update of every worker (the minimum over writers, so a bound on how stale the row is).
+  int_histogram min_clock_staleness;
+  /// For every read and every *other* worker q: (c - 1) - (newest clock tag of q's updates the row
+  /// holds). Negative when the row already holds q's updates from the reader's clock or later.
+  /// Nothing is recorded with a single worker.
+  int_histogram writer_staleness;
   double wait_s = 0;              ///< time spent suspended in get / inc / finish
   std::uint64_t reads = 0;        ///< get() calls
   std::uint64_t waited_reads = 0; ///< get() calls that suspended
   std::uint64_t flushes = 0;      ///< flush messages sent
   double max_unacked_mass = 0;    ///< largest un-propagated update mass seen after an inc
   void merge(const worker_stats& o) {
-    staleness.merge(o.staleness);
+    min_clock_staleness.merge(o.min_clock_staleness);
+    writer_staleness.merge(o.writer_staleness);
     wait_s += o.wait_s;
     reads += o.reads;
     waited_reads += o.waited_reads;
@@ -67,6 +74,7 @@ class worker : public actor {
   worker(worker_id id, worker_map wm, model_params mp, send_fn send, std::size_t max_message = 16u << 20)
       : actor(wm.of(id), wm, std::move(send), max_message), id_(id), wm_(wm), mp_(mp), seq_(wm.nodes, 0), push_reflects_(wm.nodes, no_clock),
         inflight_mass_(wm.nodes), oplog_mass_(wm.nodes, 0.0), oplog_incs_(wm.nodes, 0) {
+    clear_views();
     bound_ = std::isfinite(mp_.value_bound) ? mp_.value_bound / wm.workers() : mp_.value_bound;
     value_bounded_ = std::isfinite(bound_);
   }
@@ -74,9 +82,28 @@ class worker : public actor {
   worker_id id() const noexcept { return id_; }
   /// The worker's clock: the number of clock() calls so far.
   clock_type current_clock() const noexcept { return clock_; }
-  const worker_stats& stats() const noexcept {
-    stats_.wait_s = wait_seconds();
+  const worker_stats& stats() const {
+    settle_reads();
+    stats_.wait_s = wait_seconds() - unrecorded_wait_;
     return stats_;
+  }
+  /// The statistics at `pause_stats()`, for `resume_stats`.
+  struct stats_mark {
+    worker_stats stats;
+    double wait_s = 0;
+  };
+  /// Stops recording: reads, their staleness, flushes and waiting until `resume_stats(mark)` are
+  /// left out of `stats()` (for reads that are not the algorithm's, e.g. evaluating a snapshot).
+  stats_mark pause_stats() const {
+    settle_reads();
+    return {stats_, wait_seconds()};
+  }
+  /// Resumes recording where `pause_stats()` left it.
+  void resume_stats(const stats_mark& m) {
+    for (const std::uint32_t v : touched_) view_reads_[v] = 0;
+    touched_.clear();
+    unrecorded_wait_ += wait_seconds() - m.wait_s;
+    stats_ = m.stats;
   }
   const model_params& model() const noexcept { return mp_; }
   /// Sum of |delta| of this worker's increments not yet applied at their server shards; exactly 0
@@ -95,6 +122,18 @@ class worker : public actor {
     clock_type t = e->reflects;
     if (mp_.push == push_mode::on_min_clock) t = std::max(t, push_reflects_[owner_of(h.id, r, wm_.nodes)]);
     return t;
+  }
+  /// Per worker q, the newest clock tag of q's updates that the cached copy of row `r` holds (from
+  /// the shard's applied flushes when it sent the row, or a later push); empty when the row is not
+  /// cached. What every read of the row records into `worker_stats::writer_staleness`.
+  template <row_type R>
+  std::vector<clock_type> writer_clocks(table_handle<R> h, row_id r) {
+    auto* e = table<R>(h).find(r);
+    if (!e || !e->valid) return {};
+    std::uint32_t v = e->view;
+    if (mp_.push == push_mode::on_min_clock) v = std::max(v, push_view_[owner_of(h.id, r, wm_.nodes)]);
+    const auto* b = view_clocks_.data() + std::size_t{v} * wm_.workers();
+    return {b, b + wm_.workers()};
   }
   /// The per-worker share of the value bound (infinity when unbounded).
   double mass_bound() const noexcept { return bound_; }
@@ -127,7 +166,19 @@ class worker : public actor {
       });
     }
     const R& await_resume() {
-      if (counted_) w_.stats_.staleness.add((w_.clock_ - 1) - reflects());
+      if (counted_) {
+        clock_type t = e_->reflects;
+        std::uint32_t v = e_->view;
+        if (w_.mp_.push == push_mode::on_min_clock) {
+          const node_id s = owner_of(t_.id(), r_, w_.wm_.nodes);
+          t = std::max(t, w_.push_reflects_[s]);
+          v = std::max(v, w_.push_view_[s]);  // a later push from the row's shard: newer clocks
+        }
+        w_.stats_.min_clock_staleness.add((w_.clock_ - 1) - t);
+        // Per-writer figures are recorded lazily: one count per (per-writer clocks, clock), expanded
+        // into the histogram when the clock moves on (settle_reads).
+        if (w_.view_reads_[v]++ == 0) w_.touched_.push_back(v);
+      }
       return e_->data;
     }
 
@@ -374,14 +425,21 @@ class worker : public actor {
     }
     if (q.empty() && all_acked()) inflight_total_ = 0;  // exact: nothing in flight holds no mass
     for (auto& t : tables_) t->ack(s, rows->acked_seq);
+    if (!rows->writers.empty() && rows->writers.size() != wm_.workers())
+      throw error(errc::bad_frame, "rows from shard " + std::to_string(s) + " carry " + std::to_string(rows->writers.size()) +
+                                       " writer clocks for " + std::to_string(wm_.workers()) + " workers");
+    const std::uint32_t view = rows->count > 0 || rows->push ? view_of(s, *rows) : 0;
     byte_reader in(rows->payload.bytes);
     for (std::uint32_t i = 0; i < rows->count; ++i) {
       const auto t = in.get<table_id>();
       const auto r = in.get<row_id>();
       if (t >= tables_.size()) throw error(errc::bad_frame, "rows name unknown table");
-      tables_[t]->on_row(s, r, in, rows->reflects, rows->push);
+      tables_[t]->on_row(s, r, in, rows->reflects, rows->push, view);
     }
-    if (rows->push) push_reflects_[s] = std::max(push_reflects_[s], rows->reflects);
+    if (rows->push) {
+      push_reflects_[s] = std::max(push_reflects_[s], rows->reflects);
+      push_view_[s] = std::max(push_view_[s], view);
+    }
     wake();
   }
 
@@ -426,6 +484,7 @@ class worker : public actor {
     for (auto& t : tables_) t->reset();
     std::fill(seq_.begin(), seq_.end(), 0);
     std::fill(push_reflects_.begin(), push_reflects_.end(), no_clock);
+    clear_views();
     for (auto& q : inflight_mass_) q.clear();
     std::fill(oplog_mass_.begin(), oplog_mass_.end(), 0.0);
     std::fill(oplog_incs_.begin(), oplog_incs_.end(), 0);
@@ -440,6 +499,7 @@ class worker : public actor {
     spawn_error_ = {};
     finish_done_ = {};
     stats_ = {};
+    unrecorded_wait_ = 0;
     reset_wait();
     clear_inbox();
   }
@@ -479,10 +539,47 @@ class worker : public actor {
     return static_cast<client_table<R>&>(*tables_[h.id]);
   }
 
+  /// The per-writer clocks of a rows message from shard s, as a view number: the shard's last view
+  /// when they are the same (they only grow, message after message), else a new one.
+  std::uint32_t view_of(node_id s, const wire::rows& m) {
+    const std::size_t P = wm_.workers();
+    auto at = [&](std::size_t q) { return m.writers.empty() ? m.reflects : m.writers[q]; };
+    if (const std::uint32_t last = last_view_[s]) {
+      const clock_type* b = &view_clocks_[std::size_t{last} * P];
+      std::size_t q = 0;
+      while (q < P && b[q] == at(q)) ++q;
+      if (q == P) return last;
+    }
+    const auto id = static_cast<std::uint32_t>(view_reads_.size());
+    view_reads_.push_back(0);
+    for (std::size_t q = 0; q < P; ++q) view_clocks_.push_back(at(q));
+    return last_view_[s] = id;
+  }
+  /// Expands the reads counted since the last call into `writer_staleness`: for each view read n
+  /// times at clock c, n reads of (c - 1) - clock of q, for every other worker q.
+  void settle_reads() const {
+    const std::size_t P = wm_.workers();
+    for (const std::uint32_t v : touched_) {
+      const std::uint64_t n = std::exchange(view_reads_[v], 0);
+      if (v == 0) continue;  // rows without writer clocks (none reach a counted read today)
+      const clock_type* b = &view_clocks_[std::size_t{v} * P];
+      for (std::size_t q = 0; q < P; ++q)
+        if (q != id_) stats_.writer_staleness.add((clock_ - 1) - b[q], n);
+    }
+    touched_.clear();
+  }
+  void clear_views() {
+    touched_.clear();
+    view_reads_.assign(1, 0);
+    view_clocks_.assign(wm_.workers(), no_clock);
+    last_view_.assign(wm_.nodes, 0);
+    push_view_.assign(wm_.nodes, 0);
+  }
+
   /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
   void flush(bool advance_clock, bool done = false) {
     const clock_type tag = clock_;
-    if (advance_clock) ++clock_;
+    if (advance_clock) settle_reads(), ++clock_;
     for (node_id s = 0; s < wm_.nodes; ++s) {
       wire::flush f;
       f.from = id_;
@@ -534,6 +631,14 @@ class worker : public actor {
   std::vector<std::unique_ptr<client_table_base>> tables_;
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
+  // Per-writer clocks of the rows received, numbered in arrival order ("views"; 0 = none): view v's
+  // clock of worker q is view_clocks_[v * workers + q]. Reads are counted per view and expanded
+  // into stats_.writer_staleness when the clock moves on (settle_reads).
+  std::vector<clock_type> view_clocks_;
+  mutable std::vector<std::uint64_t> view_reads_;  // per view: reads at the current clock
+  mutable std::vector<std::uint32_t> touched_;     // views with reads at the current clock
+  std::vector<std::uint32_t> last_view_;           // per shard: its latest view
+  std::vector<std::uint32_t> push_view_;           // per shard: view of its latest push (on_min_clock)
   struct inflight_flush {
     std::uint64_t seq;
     double mass;
@@ -554,6 +659,7 @@ class worker : public actor {
   std::exception_ptr spawn_error_;
   double finish_started_ = 0;
   mutable worker_stats stats_;
+  double unrecorded_wait_ = 0;  // waiting between pause_stats and resume_stats
 };
 
 }  // namespace strata

@@ -28,8 +28,9 @@ class client_table_base {
   virtual void invalidate() = 0;
   /// Forgets everything: cache, oplog, in-flight increments (between runs).
   virtual void reset() = 0;
-  /// Takes a row from `shard` that holds the worker's flushes through the last ack.
-  virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push) = 0;
+  /// Takes a row from `shard` that holds the worker's flushes through the last ack. `view` names the
+  /// per-writer clocks that came with it (the worker's numbering; 0: none).
+  virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) = 0;
 };
 
 /// A worker's cached rows, oplog and in-flight increments for a table of rows R.
@@ -39,6 +40,7 @@ class client_table final : public client_table_base {
   struct entry {
     R data;                         ///< server row + in-flight + oplog increments (read-my-writes)
     clock_type reflects = no_clock; ///< every update through this clock is in `data`
+    std::uint32_t view = 0;         ///< the worker's record of the per-writer clocks `data` holds (0: none)
     bool valid = false;             ///< holds server data
     bool requested = false;         ///< a request is on its way
     R* pending = nullptr;           ///< this row's oplog entry, valid while pending_epoch is current
@@ -97,7 +99,7 @@ class client_table final : public client_table_base {
     for (auto& q : inflight_) q.clear();
     ++epoch_;
   }
-  void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push) override {
+  void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) override {
     R d = R::decode(in, width_);
     // The server's row lacks what is still in flight or in the oplog: add it back.
     for (const auto& [seq, log] : inflight_[shard])
@@ -106,6 +108,7 @@ class client_table final : public client_table_base {
     auto& e = cache_[row];
     e.data = std::move(d);
     e.reflects = reflects;
+    e.view = view;
     e.valid = true;
     if (!push) e.requested = false;
   }

@@ -1,5 +1,6 @@
 #pragma once
 /// \file The messages workers and server shards exchange, with cereal serialization for the wire.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -18,7 +19,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 2;  // 2: app, gather, gathered, run_start messages
+inline constexpr std::uint32_t protocol_version = 3;  // 2: app, gather, gathered, run_start messages; 3: rows carry writer clocks
 
 namespace detail {
 /// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it
@@ -30,6 +31,51 @@ void flag(Ar& ar, bool& b) {
   if constexpr (Ar::is_loading::value) {
     if (v > 1) throw std::runtime_error("flag byte " + std::to_string(v) + " is neither 0 nor 1");
     b = v == 1;
+  }
+}
+}  // namespace detail
+
+/// Per-writer clocks on the wire, compactly: each as its difference from a base clock (`rows::reflects`),
+/// zigzag-encoded in LEB128 varints (one byte per writer while the difference is within ±63), after a
+/// u16 byte count. An empty vector (every writer at the base) is the two bytes of the count.
+namespace detail {
+template <class Ar>
+void save_clocks(Ar& ar, const std::vector<clock_type>& v, clock_type base) {
+  std::vector<std::uint8_t> buf;
+  if (!std::all_of(v.begin(), v.end(), [&](clock_type c) { return c == base; })) {
+    buf.reserve(v.size() + 2);
+    for (clock_type c : v) {
+      const auto d = static_cast<std::uint64_t>(c) - static_cast<std::uint64_t>(base);
+      std::uint64_t z = (d << 1) ^ (0 - (d >> 63));  // zigzag of the signed difference
+      do {
+        std::uint8_t b = z & 0x7f;
+        z >>= 7;
+        buf.push_back(z ? (b | 0x80) : b);
+      } while (z);
+    }
+  }
+  if (buf.size() > 0xffff) throw std::runtime_error("too many writer clocks for one message");
+  ar(static_cast<std::uint16_t>(buf.size()));
+  ar(cereal::binary_data(buf.data(), buf.size()));
+}
+template <class Ar>
+void load_clocks(Ar& ar, std::vector<clock_type>& v, clock_type base) {
+  std::uint16_t n = 0;
+  ar(n);
+  std::vector<std::uint8_t> buf(n);
+  ar(cereal::binary_data(buf.data(), n));
+  v.clear();
+  std::size_t i = 0;
+  while (i < buf.size()) {
+    std::uint64_t z = 0;
+    for (int shift = 0;; shift += 7) {
+      if (i >= buf.size() || shift > 63) throw std::runtime_error("malformed writer clock varint");
+      const std::uint8_t b = buf[i++];
+      z |= static_cast<std::uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    const std::uint64_t d = (z >> 1) ^ (0 - (z & 1));
+    v.push_back(static_cast<clock_type>(static_cast<std::uint64_t>(base) + d));
   }
 }
 }  // namespace detail
@@ -86,18 +132,32 @@ struct row_request {
 /// Shard -> worker: rows (a reply or a push) and the acknowledgement of the worker's flushes.
 /// Every row in it reflects all updates through `reflects` and holds the worker's flushes up to
 /// `acked_seq` and none after. Payload: `count` times (table u32, row u64, encoded row).
+/// `writers[q]`: the newest clock tag of worker q's flushes the shard had applied when it encoded
+/// these rows (so every row here holds q's updates through that clock); empty when every writer is
+/// at `reflects` (always so under exact snapshots). On the wire as differences from `reflects`.
 struct rows {
   node_id shard = 0;
   clock_type reflects = no_clock;
   std::uint64_t acked_seq = 0;
   bool push = false;              ///< sent at a clock advance: `reflects` holds for all subscribed rows
   std::uint32_t count = 0;
+  std::vector<clock_type> writers;
   blob payload;
   template <class Ar>
-  void serialize(Ar& ar) {
+  void save(Ar& ar) const {
+    ar(shard, reflects, acked_seq);
+    std::uint8_t p = push ? 1 : 0;
+    ar(p, count);
+    detail::save_clocks(ar, writers, reflects);
+    ar(payload);
+  }
+  template <class Ar>
+  void load(Ar& ar) {
     ar(shard, reflects, acked_seq);
     detail::flag(ar, push);
-    ar(count, payload);
+    ar(count);
+    detail::load_clocks(ar, writers, reflects);
+    ar(payload);
   }
 };
 

@@ -264,8 +264,14 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       for (std::uint32_t k = 0; k < K; ++k) nk[k] = row[k];
     };
     // LL parts of the current state (this worker's share), charged as evaluation time.
-    auto evaluate = [&](std::uint32_t it) -> task<> {
+    // With `snapshot` (run_options::eval_every), of the true model: a consistent snapshot of the tables.
+    auto evaluate = [&](std::uint32_t it, bool snapshot) -> task<> {
       const auto t0 = std::chrono::steady_clock::now();
+      worker::stats_mark mark;
+      if (snapshot) {
+        mark = co_await snapshot_begin(w);
+        co_await read_totals();
+      }
       double ll = 0;
       for (std::size_t i = 0; i < mydocs.size(); ++i)
         ll += lda_doc_loglik(std::span<const std::int32_t>(st.ndk.data() + i * K, K), lp);
@@ -281,6 +287,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       }
       if (p == 0) ll += lda_topic_loglik(nk, lp);
       rec.add_values(p, it, ll, ll);
+      if (snapshot) co_await snapshot_end(w, mark);
       rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     };
 
@@ -289,7 +296,9 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     for (std::uint32_t it = 1; it <= o.iterations; ++it) {
       co_await read_totals();
       if (it == 1) rec.add_values(p, 0, p == 0 ? ll0 : 0.0, p == 0 ? ll0 : 0.0);  // exact, computed before the run
-      else co_await evaluate(it - 1);
+      else if (o.eval_every == 0) co_await evaluate(it - 1, false);
+      else if (o.snapshot_due(it - 1, o.iterations)) co_await evaluate(it - 1, true);
+      else rec.add_values(p, it - 1, std::nan(""), std::nan(""));
       if (o.prefetch)
         for (auto x : mywords) prefetch(w, WT, x);
       sampler.set_topic_totals(nk);
@@ -328,7 +337,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       co_await w.clock();
     }
     co_await read_totals();
-    co_await evaluate(o.iterations);
+    co_await evaluate(o.iterations, o.eval_every > 0);
     co_await red.settle(w);  // from here on, every read sees the final counts
 
     // Local invariants: n_dk ≥ 0, Σ_k n_dk = n_d, and n_dk recounted from z.

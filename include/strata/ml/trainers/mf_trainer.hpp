@@ -256,6 +256,19 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       }
       return s;
     };
+    // The training objective of the model in Wl / Hl: squared error over this worker's ratings plus
+    // lambda times the squared norms of its user blocks and the item blocks it owns (b % P == p).
+    auto train_objective = [&] {
+      double sq = 0, reg = 0;
+      for (const auto& r : data) {
+        const double e = r.value - predict(r);
+        sq += e * e;
+      }
+      for (std::uint32_t b : ublocks) reg += mf_sq_norm(std::span<const float>(Wl.data() + b * bw, bw));
+      for (std::uint32_t b : iblocks)
+        if (b % P == p) reg += mf_sq_norm(std::span<const float>(Hl.data() + b * bw, bw));
+      return sq + o.lambda * reg;
+    };
     // Reads: this worker's W blocks and the H blocks of its test-only items at the start of an
     // iteration; the other H blocks just before the pass first needs them (after a yield, so
     // rows pushed meanwhile are taken in): the pass visits ratings grouped by item block.
@@ -286,7 +299,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       Wl = Winit;
       Hl = Hinit;
       const auto t0 = std::chrono::steady_clock::now();
-      rec.add_values(p, 0, 0.0, test_sq(), static_cast<double>(my_test.size()));
+      rec.add_values(p, 0, o.eval_every ? train_objective() : 0.0, test_sq(), static_cast<double>(my_test.size()));
       rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       rec.end_iteration(w, 0);
     }
@@ -325,8 +338,12 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         sq += static_cast<double>(e) * e;
       }
       my_updates += hi - lo;
-      // Evaluation (excluded from the timing).
-      {
+      // Evaluation (excluded from the timing): this worker's view now, or (eval_every) the true
+      // model after the clock, or nothing this iteration.
+      const bool snapshot = o.snapshot_due(it, seg_first - 1 + seg_count);
+      if (o.eval_every > 0) {
+        if (!snapshot) rec.add_values(p, j, std::nan(""), std::nan(""), static_cast<double>(my_test.size()));
+      } else {
         const auto t0 = std::chrono::steady_clock::now();
         double reg = 0;
         for (std::uint32_t b : ublocks)
@@ -356,6 +373,23 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       co_await push(Ht, Hl, Ho, read_blocks);
       rec.end_iteration(w, j);
       co_await w.clock();
+      if (snapshot) {  // the true model: every worker's increments through this iteration, nothing later
+        const auto t0 = std::chrono::steady_clock::now();
+        auto mark = co_await snapshot_begin(w);
+        if (o.prefetch) {
+          for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+          for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
+        }
+        for (std::uint32_t b : ublocks) {
+          const auto& row = co_await w.get(Wt, b);
+          const auto s = row.span();
+          for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
+        }
+        for (std::uint32_t b : iblocks) co_await load_h(b);
+        rec.add_values(p, j, train_objective(), test_sq(), static_cast<double>(my_test.size()));
+        co_await snapshot_end(w, mark);
+        rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
     }
 
     if (!seg_last) {  // the next segment goes on from here: only the trace is gathered

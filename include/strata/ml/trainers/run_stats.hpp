@@ -49,7 +49,32 @@ struct run_options {
   std::uint64_t seed = 1;         ///< every random choice of the run derives from it
   bool prefetch = true;           ///< request an iteration's rows together rather than one at a time
   bool keep_model = false;        ///< gather the final model into the outcome (in the process of worker 0)
+  /// 0: every iteration's objective and metric are each worker's share computed from its own view
+  /// (cheap, but stale under SSP/ESSP/VAP/async). k > 0: the true model's, from a consistent
+  /// snapshot of the tables (snapshot_begin / snapshot_end), after every k-th iteration and the
+  /// last; the other iterations' objective and metric are NaN (`null` in the trace).
+  std::uint32_t eval_every = 0;
+  /// True when iteration `it` of `last` is evaluated on a snapshot.
+  bool snapshot_due(std::uint32_t it, std::uint32_t last) const noexcept {
+    return eval_every > 0 && (it % eval_every == 0 || it == last);
+  }
 };
+
+/// Opens a consistent snapshot of the tables for evaluation: every worker's increments so far are
+/// applied (worker::barrier) and cached rows dropped, and the worker's statistics are paused. Every
+/// worker must call it, then read what it evaluates, then `snapshot_end` (a second meeting, so no
+/// worker's next increments reach a shard while another still reads the snapshot). The time
+/// between the two belongs to the evaluation (charge it with run_recorder::charge_eval).
+inline task<worker::stats_mark> snapshot_begin(worker& w) {
+  auto mark = w.pause_stats();
+  co_await w.barrier();
+  co_return mark;
+}
+/// Closes the snapshot opened by snapshot_begin and resumes the worker's statistics.
+inline task<> snapshot_end(worker& w, worker::stats_mark mark) {
+  (void)co_await w.all_gather(std::uint8_t{0});
+  w.resume_stats(mark);
+}
 
 /// Collects per-worker, per-iteration slots of this process's workers (`workers` of them, global
 /// ids first .. first + workers - 1). An iteration is complete when every one of them has
@@ -64,15 +89,15 @@ class run_recorder {
   struct part {
     double elapsed_s = 0, objective = 0, metric_a = 0, metric_b = 0, wait_s = 0;
     std::uint64_t bytes_sent = 0;
-    std::map<std::int64_t, std::uint64_t> staleness;
+    std::map<std::int64_t, std::uint64_t> staleness, writer_staleness;
     template <class Ar>
-    void serialize(Ar& ar) { ar(elapsed_s, objective, metric_a, metric_b, wait_s, bytes_sent, staleness); }
+    void serialize(Ar& ar) { ar(elapsed_s, objective, metric_a, metric_b, wait_s, bytes_sent, staleness, writer_staleness); }
   };
 
   run_recorder(std::uint32_t workers, std::uint32_t iterations, std::function<std::uint64_t()> bytes_sent,
                std::function<void(const iteration_stats&)> on_iteration, worker_id first = 0)
       : P_(workers), first_(first), N_(iterations), bytes_(std::move(bytes_sent)), on_iteration_(std::move(on_iteration)),
-        slots_(std::size_t{workers} * (iterations + 1)), pending_(iterations + 1), last_hist_(workers),
+        slots_(std::size_t{workers} * (iterations + 1)), pending_(iterations + 1), last_hist_(workers), last_whist_(workers),
         last_wait_(workers, 0.0), eval_s_(workers, 0.0) {
     for (auto& p : pending_) p.store(static_cast<int>(2 * workers));
   }
@@ -96,13 +121,17 @@ class run_recorder {
     slot& s = at(p, it);
     s.elapsed_s = since_start() - eval_s_[p - first_];
     s.bytes_sent = bytes_ ? bytes_() : 0;
-    const auto& bins = w.stats().staleness.bins();
-    auto& last = last_hist_[p - first_];
-    for (auto [v, c] : bins) {
-      const std::uint64_t before = last.count(v) ? last[v] : 0;
-      if (c > before) s.staleness[v] = c - before;
-    }
-    last = bins;
+    const auto& st = w.stats();
+    auto delta = [](std::map<std::int64_t, std::uint64_t> bins, std::map<std::int64_t, std::uint64_t>& last,
+                    std::map<std::int64_t, std::uint64_t>& into) {
+      for (auto [v, c] : bins) {
+        const std::uint64_t before = last.count(v) ? last[v] : 0;
+        if (c > before) into[v] = c - before;
+      }
+      last = std::move(bins);
+    };
+    delta(st.min_clock_staleness.bins(), last_hist_[p - first_], s.staleness);
+    delta(st.writer_staleness.bins(), last_whist_[p - first_], s.writer_staleness);
     s.wait_s = w.stats().wait_s - last_wait_[p - first_];
     last_wait_[p - first_] = w.stats().wait_s;
     arrive(it);
@@ -165,6 +194,7 @@ class run_recorder {
       r.wait_s += s.wait_s;
       r.bytes_sent = std::max(r.bytes_sent, s.bytes_sent);
       for (auto [v, c] : s.staleness) r.staleness[v] += c;
+      for (auto [v, c] : s.writer_staleness) r.writer_staleness[v] += c;
     }
     r.metric = metric_ ? metric_(a, b) : a + b;
     return r;
@@ -179,7 +209,7 @@ class run_recorder {
   std::string metric_name_;
   std::vector<slot> slots_;
   std::vector<std::atomic<int>> pending_;
-  std::vector<std::map<std::int64_t, std::uint64_t>> last_hist_;  // per worker, touched by it only
+  std::vector<std::map<std::int64_t, std::uint64_t>> last_hist_, last_whist_;  // per worker, touched by it only
   std::vector<double> last_wait_, eval_s_;                         // per worker, touched by it only
   std::mutex mu_;
   std::once_flag started_;
@@ -264,6 +294,7 @@ class run_reducer {
           b += s.metric_b;
           st.wait_s += s.wait_s;
           for (auto [v, c] : s.staleness) st.staleness[v] += c;
+          for (auto [v, c] : s.writer_staleness) st.writer_staleness[v] += c;
           node_bytes = std::max(node_bytes, static_cast<double>(s.bytes_sent));
         }
         // One transport per process: in one process every worker reports the same counter.

@@ -8,7 +8,9 @@ bash "$root/scripts/deps.sh"
 dir="${TSAN_BUILD_DIR:-$root/build-tsan}"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-flags="-fsanitize=thread -fno-omit-frame-pointer"
+# -Wno-tsan: GCC warns (an error under -Werror) that TSan does not model the atomic_thread_fence
+# in Asio's scheduler; races it reports through such a fence need a second look.
+flags="-fsanitize=thread -fno-omit-frame-pointer -Wno-tsan"
 if [ ! -f "$dir/build.ninja" ]; then
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DSTRATA_BUILD_BENCHMARKS=OFF \

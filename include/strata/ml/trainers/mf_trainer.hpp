@@ -140,7 +140,9 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   // Initial value of column c of user (table 0) or item (table 1) e: the start model's, else hashed.
   const auto init_of = [&o, R, &start_user, &start_item](std::uint32_t table, std::uint64_t e, std::uint32_t c) -> float {
     if (o.start) {
-      const std::uint32_t x = table == 0 ? start_user[e] : start_item[e];
+      // Block padding past the last user or item (e beyond the lists) has no start row.
+      const auto& rows = table == 0 ? start_user : start_item;
+      const std::uint32_t x = e < rows.size() ? rows[e] : ~0u;
       if (x < (table == 0 ? o.start->num_users : o.start->num_items)) return (table == 0 ? o.start->user(x) : o.start->item(x))[c];
     }
     return detail::mf_init(o.seed, table, e, c, R, o.init_scale);

@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
     if (!std::filesystem::exists(file, ec))
       throw std::runtime_error(file + " does not exist (run scripts/fetch_data.sh for diabetes / spam)");
     const auto raw = ml::io::read_libsvm(file);
+    if (raw.num_rows() == 0 || raw.nnz() == 0)
+      throw strata::error(strata::errc::bad_input, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
     const auto prob = ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
     const auto res = ex::dispatch(cli.so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
       strata::basic_system<T> sys(cli.so.system_config(), strata::model_params{}, std::move(tc));

@@ -42,6 +42,7 @@ struct lda_flags {
   std::string vocab;
   std::uint32_t top = 10;
   std::uint32_t max_docs = 0;
+  std::uint64_t max_tokens = ml::io::default_max_tokens;
 };
 
 void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
@@ -49,6 +50,8 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
       ->check(CLI::IsMember({"ps", "rotation"}))
       ->capture_default_str();
   app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
+  app.add_option("--max-tokens", f.max_tokens, "refuse a corpus of more tokens (sum of counts; 4 bytes of topic assignment each)")
+      ->capture_default_str();
   app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
   app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
@@ -134,7 +137,10 @@ int main(int argc, char** argv) {
   return cli.guard([&] {
     if (!cli.load.empty()) return inspect_saved(cli, lo, f);
     const auto vocab = f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab);  // bad input fails before training
-    const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data)), f.max_docs);
+    const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data), f.max_tokens), f.max_docs);
+    if (corpus.tokens() == 0)
+      throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
+                                                       std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
 
     strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, f, corpus));

@@ -42,7 +42,7 @@
 namespace {
 namespace ex = strata::examples;
 namespace ml = strata::ml;
-using pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+using pairs = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
 /// --predict IN --predictions OUT, --mode / --inner, and --adaptive K / --adaptive-candidates.
 struct prediction_flags {
@@ -162,6 +162,28 @@ int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, cons
   return 0;
 }
 
+/// Reads the training and test ratings into one id space (with the --load model's ids, so its
+/// rows keep theirs). An empty training file is an error; sparse ids are reported once.
+std::pair<ml::io::rating_set, ml::io::rating_set> read_data(const ex::trainer_cli& cli, const ml::mf_biased_model* start) {
+  const auto train_path = std::filesystem::path(cli.data) / "ratings.train.txt";
+  auto train = ml::io::read_ratings(train_path);
+  auto test = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.test.txt");
+  if (train.empty())
+    throw strata::error(strata::errc::bad_input, train_path.string() + ": no ratings (the file is empty or holds only blank and '#' lines)");
+  const bool sparse = train.remapped() || test.remapped() || (start && (!start->user_ids.empty() || !start->item_ids.empty()));
+  if (start)
+    ml::io::share_ids(train, test, ml::io::detail::ids_or_identity(start->user_ids, start->num_users),
+                      ml::io::detail::ids_or_identity(start->item_ids, start->num_items));
+  else
+    ml::io::share_ids(train, test);
+  if (sparse && cli.lead() && train.remapped())
+    std::printf("mf data: ids are sparse: %u users (largest id %llu), %u items (largest id %llu) remapped to dense rows; "
+                "the model file and predictions keep the original ids\n",
+                train.num_users, static_cast<unsigned long long>(train.user_id(train.num_users - 1)), train.num_items,
+                static_cast<unsigned long long>(train.item_id(train.num_items - 1)));
+  return {std::move(train), std::move(test)};
+}
+
 /// --save and --predict, from the final model.
 void write_outputs(const ex::trainer_cli& cli, const prediction_flags& pf, const pairs& to_predict, const ml::mf_biased_model& m) {
   if (!cli.save.empty()) {
@@ -187,10 +209,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(cli.app, argc, argv);
 
   return cli.guard([&] {
-    const auto train = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.train.txt");
-    const auto test = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.test.txt");
-    if (pf.mode == "ccd") return train_ccd(cli, mo, pf, train, test);
+    if (pf.mode == "ccd") {
+      const auto data = read_data(cli, nullptr);
+      return train_ccd(cli, mo, pf, data.first, data.second);
+    }
     const auto start = load_start(cli, mo);
+    const auto data = read_data(cli, start ? &*start : nullptr);
+    const ml::io::rating_set& train = data.first;
+    const ml::io::rating_set& test = data.second;
     const pairs to_predict = cli.lead() && !pf.in.empty() ? ml::read_pairs(pf.in) : pairs{};  // bad input fails before training
     mo.start = start ? &*start : nullptr;
     mo.keep_model = !cli.save.empty() || !pf.in.empty();

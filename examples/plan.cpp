@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
     if (f.trainer == "mf") {
       w.train = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.train.txt");
       w.test = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.test.txt");
+      ml::io::share_ids(w.train, w.test);  // one id space (sparse ids are remapped per file)
     } else if (f.trainer == "lda") {
       w.corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(f.data)), f.max_docs);
     } else {

@@ -65,17 +65,20 @@ TEST_CASE("io ratings: a good file parses to exact values") {
   const auto rs = ratings_of("0 30 2.5\n# a comment\n\n0 833 3\r\n  2\t7 4.5  \n1 0 0.5");
   REQUIRE(rs.size() == 4);
   CHECK(rs.ratings[0].user == 0);
-  CHECK(rs.ratings[0].item == 30);
+  CHECK(rs.item_id(rs.ratings[0].item) == 30);
   CHECK(rs.ratings[0].value == 2.5f);
-  CHECK(rs.ratings[1].item == 833);
+  CHECK(rs.item_id(rs.ratings[1].item) == 833);
   CHECK(rs.ratings[1].value == 3.0f);
   CHECK(rs.ratings[2].user == 2);
-  CHECK(rs.ratings[2].item == 7);
+  CHECK(rs.item_id(rs.ratings[2].item) == 7);
   CHECK(rs.ratings[2].value == 4.5f);
   CHECK(rs.ratings[3].user == 1);
   CHECK(rs.ratings[3].value == 0.5f);
-  CHECK(rs.num_users == 3);
-  CHECK(rs.num_items == 834);
+  CHECK(rs.num_users == 3);   // users 0..2: dense already, kept as they are
+  CHECK(rs.user_ids.empty());
+  CHECK(rs.num_items == 4);   // items 0, 7, 30, 833: remapped in id order
+  CHECK(rs.item_ids == std::vector<std::uint64_t>{0, 7, 30, 833});
+  CHECK(rs.ratings[0].item == 2);
   CHECK(rs.mean() == doctest::Approx((2.5 + 3 + 4.5 + 0.5) / 4));
   CHECK(ratings_of("").empty());
 }
@@ -89,15 +92,19 @@ TEST_CASE("io ratings: malformed lines report file:line and what was wrong") {
   CHECK(msg("0 1 nan\n").rfind("x.txt:1: bad rating 'nan'", 0) == 0);
   CHECK(msg("0 1 2abc\n").rfind("x.txt:1: bad rating", 0) == 0);
   CHECK(msg("\n\n0 1 2 99\n").rfind("x.txt:3: trailing text '99'", 0) == 0);
-  CHECK(msg("99999999999 1 2\n").rfind("x.txt:1: bad user id", 0) == 0);
-  CHECK(msg("4294967295 1 2\n").rfind("x.txt:1: bad user id", 0) == 0);  // max+1 would wrap
+  CHECK(msg("18446744073709551616 1 2\n").rfind("x.txt:1: bad user id", 0) == 0);  // 2^64
+  CHECK(msg("1 18446744073709551616 2\n").rfind("x.txt:1: bad item id", 0) == 0);
+  CHECK(msg("0 1 inf\n").rfind("x.txt:1: bad rating 'inf'", 0) == 0);
+  CHECK(msg("0 1 -inf\n").rfind("x.txt:1: bad rating '-inf'", 0) == 0);
+  CHECK(msg("0 1 1e39\n").rfind("x.txt:1: bad rating '1e39'", 0) == 0);  // overflows a float
 }
 
 TEST_CASE("io ratings: file and error_code overloads") {
   temp_file good("good.txt", "3 4 5\n");
   const auto rs = io::read_ratings(good.path);
   REQUIRE(rs.size() == 1);
-  CHECK(rs.num_users == 4);
+  CHECK(rs.num_users == 1);
+  CHECK(rs.user_id(0) == 3);
 
   temp_file bad("bad.txt", "3 4 5\n3 4\n");
   const std::string m = bad_input_message([&] { io::read_ratings(bad.path); });
@@ -117,6 +124,60 @@ TEST_CASE("io ratings: file and error_code overloads") {
   std::istringstream in("1 2 x\n");
   CHECK(io::read_ratings(in, "s", ec).empty());
   CHECK(ec == strata::errc::bad_input);
+}
+
+TEST_CASE("io ratings: sparse ids become dense rows (memory follows the distinct ids), the originals are kept") {
+  // 100 good lines and one user id 4000000000: two users' worth of rows, not four billion.
+  std::string text;
+  for (int k = 0; k < 100; ++k) text += std::to_string(k % 2) + " " + std::to_string(k % 7) + " 3\n";
+  text += "4000000000 18446744073709551615 4.5\n";
+  const auto rs = ratings_of(text);
+  REQUIRE(rs.size() == 101);
+  CHECK(rs.num_users == 3);
+  CHECK(rs.num_items == 8);
+  CHECK(rs.remapped());
+  CHECK(rs.user_ids == std::vector<std::uint64_t>{0, 1, 4000000000});
+  CHECK(rs.ratings[100].user == 2);
+  CHECK(rs.ratings[100].item == 7);
+  CHECK(rs.item_id(7) == 18446744073709551615ULL);
+  CHECK(rs.ratings[99].user == 1);  // the dense part keeps its ids
+  CHECK(rs.ratings[99].item == 99 % 7);
+  CHECK(rs.user_ids.capacity() <= 3);
+  // Dense ids (every id 0..n-1 present) are the identity: nothing remapped, nothing stored.
+  const auto dense = ratings_of("1 0 2\n0 1 3\n");
+  CHECK_FALSE(dense.remapped());
+  CHECK(dense.num_users == 2);
+  CHECK(dense.ratings[0].user == 1);
+}
+
+TEST_CASE("io ratings: share_ids puts train and test (and a model's ids) in one id space") {
+  auto train = ratings_of("10 5 1\n30 7 2\n");
+  auto test = ratings_of("20 7 3\n30 9 4\n");
+  CHECK(train.ratings[1].user == 1);  // 30 is train's second user
+  CHECK(test.ratings[1].user == 1);   // and test's second too: different spaces before sharing
+  const std::vector<std::uint64_t> model_users{40};
+  io::share_ids(train, test, model_users);
+  CHECK(train.user_ids == std::vector<std::uint64_t>{10, 20, 30, 40});
+  CHECK(test.user_ids == train.user_ids);
+  CHECK(train.item_ids == std::vector<std::uint64_t>{5, 7, 9});
+  CHECK(test.item_ids == train.item_ids);
+  CHECK(train.num_users == 4);
+  CHECK(test.num_users == 4);
+  CHECK(test.num_items == 3);
+  // Every rating now names its original user and item through the shared lists.
+  CHECK(train.user_id(train.ratings[1].user) == 30);
+  CHECK(test.user_id(test.ratings[0].user) == 20);
+  CHECK(test.user_id(test.ratings[1].user) == 30);
+  CHECK(test.item_id(test.ratings[1].item) == 9);
+  CHECK(train.ratings[1].item == test.ratings[0].item);  // item 7 in both
+  CHECK(train.ratings[1].user == test.ratings[1].user);  // user 30 in both
+  // Sets whose union is dense end up with no remapping at all.
+  auto a = ratings_of("0 0 1\n2 2 1\n"), b = ratings_of("1 1 1\n");
+  io::share_ids(a, b);
+  CHECK_FALSE(a.remapped());
+  CHECK_FALSE(b.remapped());
+  CHECK(a.ratings[1].user == 2);
+  CHECK(b.ratings[0].item == 1);
 }
 
 TEST_CASE("io bag_of_words: UCI docword parses to exact CSR and token lists") {
@@ -148,6 +209,24 @@ TEST_CASE("io bag_of_words: malformed input reports file:line") {
   CHECK(msg("3\n4\n").rfind("x.txt:3: missing header line NNZ", 0) == 0);
   CHECK(msg("3\n4\n99\n").rfind("x.txt:3: NNZ 99 exceeds D*W", 0) == 0);
   CHECK(msg("3\n4\n1\n1 1 1 7\n").rfind("x.txt:4: trailing text '7'", 0) == 0);
+}
+
+TEST_CASE("io bag_of_words: sizes from the file never become unbounded allocations") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { bow_of(text); }); };
+  // One count of 2e9 would be expanded into 2e9 topic assignments (8 GB): refused at its line.
+  const std::string big = msg("3\n5\n4\n1 1 3\n1 2 2\n2 3 2000000000\n3 5 1\n");
+  CHECK(big.rfind("x.txt:6: count 2000000000 brings the corpus to 2000000005 tokens, over the limit of 1073741824", 0) == 0);
+  CHECK(big.find("7629 MiB") != std::string::npos);  // 2000000005 x 4 bytes
+  // The limit is the caller's: raised, the same corpus reads (nothing is expanded here).
+  std::istringstream in("3\n5\n4\n1 1 3\n1 2 2\n2 3 2000000000\n3 5 1\n");
+  const auto b = io::read_bag_of_words(in, "x.txt", 3'000'000'000ULL);
+  CHECK(b.num_tokens() == 2000000006ULL);
+  std::istringstream small("1\n2\n1\n1 1 11\n");
+  CHECK(bad_input_message([&] { io::read_bag_of_words(small, "s.txt", 10); }).rfind("s.txt:4: count 11", 0) == 0);
+  // Header sizes that a file of a few bytes cannot describe are refused before any allocation.
+  CHECK(msg("4000000000\n5\n1\n1 1 1\n").rfind("x.txt:1: header D (number of documents) 4000000000 is more", 0) == 0);
+  CHECK(msg("3\n4000000000\n1\n1 1 1\n").rfind("x.txt:2: header W (vocabulary size) 4000000000 is more", 0) == 0);
+  CHECK(bow_of("1048576\n1048576\n1\n5 7 1\n").num_docs == 1048576);  // 2^20 is always allowed
 }
 
 TEST_CASE("io vocab: one entry per line, blank lines only at the end") {
@@ -187,6 +266,18 @@ TEST_CASE("io libsvm: malformed lines report file:line") {
   CHECK(ec == strata::errc::bad_input);
   CHECK(d.num_rows() == 0);
   CHECK(d.row_offsets == std::vector<std::uint64_t>{0});
+}
+
+TEST_CASE("io libsvm: a stray huge feature index is refused naming its line, not made into billions of columns") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { libsvm_of(text); }); };
+  const std::string m = msg("1 1:1 3:2\n-1 2:1 4000000000:1\n1 5:1\n");
+  CHECK(m.rfind("x.txt:2: feature index 4000000000 would make that many columns for 5 stored values", 0) == 0);
+  CHECK(m.find("61035 MiB") != std::string::npos);
+  // Up to 2^24 columns are always fine, and beyond that as long as the data is not mostly empty.
+  CHECK(libsvm_of("1 16777216:1\n").num_features == 16777216);
+  CHECK(msg("1 16777217:1\n").rfind("x.txt:1: feature index 16777217", 0) == 0);
+  CHECK(msg("nan 1:1\n").rfind("x.txt:1: bad label 'nan'", 0) == 0);
+  CHECK(msg("1 1:-nan\n").rfind("x.txt:1: bad value '-nan'", 0) == 0);
 }
 
 TEST_CASE("io: readers are not bothered by binary garbage") {

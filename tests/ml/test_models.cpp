@@ -155,12 +155,88 @@ TEST_CASE("MF: training resumes from a saved model where the first run ended") {
   CHECK(bad_input([&] { (void)ml::train_mf(s3, train, test, bad); }).find("rank 3") != std::string::npos);
 }
 
+TEST_CASE("MF: sparse ids train on dense rows; the model, its file, --load and predictions keep the original ids") {
+  // The synthetic ratings with sparse original ids: user u is u * 1000003 + 4000000000, item i is i * 977.
+  const auto [dtrain, dtest] = ratings(13);
+  auto text_of = [](const ml::io::rating_set& s) {
+    std::string t;
+    for (const auto& r : s.ratings)
+      t += std::to_string(std::uint64_t{r.user} * 1000003 + 4000000000ULL) + " " + std::to_string(std::uint64_t{r.item} * 977) +
+           " " + std::to_string(r.value) + "\n";
+    return t;
+  };
+  std::istringstream tr(text_of(dtrain)), te(text_of(dtest));
+  auto train = ml::io::read_ratings(tr, "train"), test = ml::io::read_ratings(te, "test");
+  ml::io::share_ids(train, test);
+  REQUIRE(train.remapped());
+  CHECK(train.num_users <= 60);
+  CHECK(train.num_items <= 50);
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 2});
+  const auto run = ml::train_mf(sys, train, test, mf_opts(20));
+  const auto& m = run.model;
+  CHECK(m.num_users == train.num_users);
+  CHECK(m.user_ids == train.user_ids);
+  CHECK(m.item_ids == train.item_ids);
+  CHECK(std::abs(m.rmse(test.ratings) - run.final_rmse) < 1e-6);
+  for (const auto& r : test.ratings)  // a prediction by original ids is the prediction of the rows
+    CHECK(m.predict_ids(test.user_id(r.user), test.item_id(r.item)) == m.predict(r.user, r.item));
+  CHECK(m.predict_ids(7, 7) == m.mean);  // unknown ids: all-zero rows
+
+  // The file names the original ids and reads back to the same model.
+  std::stringstream file;
+  ml::write_mf_model(file, m);
+  CHECK(file.str().find("\nuser " + std::to_string(train.user_id(0)) + " ") != std::string::npos);
+  const auto back = ml::read_mf_model(file, "mem");
+  CHECK(back == m);
+
+  // --load against data in another dense numbering (the first user gone, so every later row
+  // moves up one): rows are matched by original id, so evaluating gives the model's figures.
+  const std::uint64_t gone = train.user_id(0);
+  std::string t2, e2;
+  for (const std::string& line : {text_of(dtrain), text_of(dtest)}) {
+    std::istringstream in(line);
+    std::string l, kept;
+    while (std::getline(in, l))
+      if (l.rfind(std::to_string(gone) + " ", 0) != 0) kept += l + "\n";
+    (t2.empty() ? t2 : e2) = kept;
+  }
+  std::istringstream tr2(t2), te2(e2);
+  auto train2 = ml::io::read_ratings(tr2, "train2"), test2 = ml::io::read_ratings(te2, "test2");
+  ml::io::share_ids(train2, test2);
+  REQUIRE(train2.user_id(0) != gone);
+  double sq = 0;
+  for (const auto& r : test2.ratings) {
+    const double e = r.value - back.predict_ids(test2.user_id(r.user), test2.item_id(r.item));
+    sq += e * e;
+  }
+  auto o = mf_opts(0);
+  o.start = &back;
+  strata::system<strata::bsp> again({.nodes = 1, .workers_per_node = 1});
+  const auto eval = ml::train_mf(again, train2, test2, o);
+  CHECK(std::abs(eval.final_rmse - std::sqrt(sq / test2.size())) < 1e-6);
+  for (std::uint32_t u = 0; u < eval.model.num_users; ++u) {  // every row is the loaded model's row of that id
+    const auto row = back.user_row(eval.model.user_id(u));
+    REQUIRE(row < back.num_users);
+    CHECK(std::equal(back.user(row).begin(), back.user(row).end(), eval.model.user(u).begin()));
+  }
+}
+
+TEST_CASE("MF: no training ratings, or train and test in different id spaces, is an error (not a run)") {
+  const auto [train, test] = ratings(3);
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  CHECK(bad_input([&] { (void)ml::train_mf(sys, ml::io::rating_set{}, test, mf_opts(1)); }).find("no training ratings") !=
+        std::string::npos);
+  std::istringstream a("5 5 1\n9 9 2\n"), b("9 5 3\n");
+  auto tr = ml::io::read_ratings(a, "a"), te = ml::io::read_ratings(b, "b");
+  CHECK(bad_input([&] { (void)ml::train_mf(sys, tr, te, mf_opts(1)); }).find("different id spaces") != std::string::npos);
+}
+
 TEST_CASE("MF: predictions are mean + user bias + item bias + the factors' dot product") {
   const auto [train, test] = ratings(8);
   strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 2});
   const auto run = ml::train_mf(sys, train, test, mf_opts(8));
   const auto& m = run.model;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs;
   for (const auto& r : test.ratings) pairs.emplace_back(r.user, r.item);
   pairs.emplace_back(m.num_users + 5, 0);  // unseen user: mean + item bias
   pairs.emplace_back(0, m.num_items);      // unseen item: mean + user bias
@@ -220,7 +296,8 @@ TEST_CASE("MF model files: a malformed file is an error naming the file and line
       {"strata_mf_model 1 rank 2 users 1 items 1 mean nan\n", "m:1:"},
       {head + "user 0 0.1 1\nitem 0 0 3 4\n", "m:2:"},          // too few numbers
       {head + "user 0 0.1 1 2 3\nitem 0 0 3 4\n", "m:2:"},      // too many
-      {head + "user 1 0.1 1 2\nitem 0 0 3 4\n", "m:2:"},        // wrong id
+      {"strata_mf_model 1 rank 2 users 2 items 1 mean 3\nuser 5 0.1 1 2\nuser 5 0 1 2\nitem 0 0 3 4\n", "m:3:"},  // ids not increasing
+      {head + "player 0 0.1 1 2\nitem 0 0 3 4\n", "m:2:"},     // wrong kind
       {head + "user 0 0.1 1 2\nitem 0 0 3 x\n", "m:3:"},        // bad number
       {head + "user 0 0.1 1 2\n", "m:3:"},                      // missing item
       {ok + "item 1 0 0 0\n", "m:4:"},                          // extra line

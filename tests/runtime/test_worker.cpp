@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -249,6 +250,84 @@ TEST_CASE("a flush carrying an out-of-range column is rejected whole by the shar
   auto& t = static_cast<strata::server_table<srow>&>(shard.table(0));
   CHECK(t.row(1).nnz() == 0);  // the good row of the same flush was not applied either
   CHECK(sent.empty());         // and nothing was acknowledged
+}
+
+TEST_CASE("a NaN or inf increment rejects its whole flush at the shard, naming table and row: nothing poisoned") {
+  auto shard_with = [](auto row_tag, std::vector<strata::wire::message>& sent) {
+    using R = decltype(row_tag);
+    std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+    tabs.push_back(std::make_unique<strata::server_table<R>>(3));
+    tabs.push_back(std::make_unique<strata::server_table<R>>(3));
+    return strata::server_shard(0, strata::worker_map{1, 1}, strata::model_params::of<strata::ssp<0>>({}), std::move(tabs),
+                                [&sent](strata::endpoint, strata::wire::message&& m) { sent.push_back(std::move(m)); });
+  };
+  auto flush_of = [](auto good, auto bad) {
+    strata::wire::flush f;
+    f.from = 0;
+    f.seq = 1;
+    f.tag = 0;
+    f.new_clock = 1;
+    f.count = 2;
+    strata::byte_writer out(f.payload.bytes);
+    out.put(strata::table_id{0});
+    out.put(strata::row_id{1});
+    good.encode(out);
+    out.put(strata::table_id{1});
+    out.put(strata::row_id{7});
+    bad.encode(out);
+    return strata::wire::message{std::move(f)};
+  };
+  {
+    using drow = strata::dense_row<float>;
+    std::vector<strata::wire::message> sent;
+    auto shard = shard_with(drow{}, sent);
+    drow good(3), bad(3);
+    good.inc(0, 2.0f);
+    bad.inc(2, std::numeric_limits<float>::quiet_NaN());
+    CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, flush_of(good, bad)),
+                         doctest::Contains("table 1, row 7 rejected, nothing applied: non-finite value nan in column 2"), strata::error);
+    CHECK(static_cast<strata::server_table<drow>&>(shard.table(0)).row(1).get(0) == 0.0f);  // the good row waits too
+    CHECK(sent.empty());
+  }
+  {
+    using srow = strata::sparse_row<double>;
+    std::vector<strata::wire::message> sent;
+    auto shard = shard_with(srow{}, sent);
+    srow good(3), bad(3);
+    good.inc(1, 1.0);
+    bad.inc(1, -std::numeric_limits<double>::infinity());
+    CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, flush_of(good, bad)),
+                         doctest::Contains("table 1, row 7 rejected, nothing applied: non-finite value -inf in column 1"), strata::error);
+    CHECK(static_cast<strata::server_table<srow>&>(shard.table(0)).row(1).nnz() == 0);
+  }
+  {  // integer rows have no NaN: checked as before, applied
+    using irow = strata::dense_row<int>;
+    std::vector<strata::wire::message> sent;
+    auto shard = shard_with(irow{}, sent);
+    irow a(3), b(3);
+    a.inc(0, 1);
+    b.inc(2, -5);
+    shard.on_message({0, 1}, flush_of(a, b));
+    CHECK(static_cast<strata::server_table<irow>&>(shard.table(1)).row(7).get(2) == -5);
+  }
+}
+
+TEST_CASE("a NaN increment in a run ends it with an error naming table and row, not a poisoned table") {
+  strata::system<strata::bsp> sys({.nodes = 2, .workers_per_node = 1});
+  auto ok = sys.add_table<strata::dense_row<float>>(4);
+  auto t = sys.add_table<strata::dense_row<float>>(4);
+  std::string what;
+  try {
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      co_await w.inc(ok, 0, 1, 1.0f);
+      co_await w.inc(t, 3, 2, w.id() == 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f);
+      co_await w.clock();
+      co_await w.clock();
+    });
+  } catch (const strata::error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("table 1, row 3 rejected, nothing applied: non-finite value nan in column 2") != std::string::npos);
 }
 
 TEST_CASE("an inc that is never awaited still lands (no lost update), under every model") {

@@ -7,9 +7,13 @@
 ///
 ///     strata_mf_model 1 rank R users U items I mean μ
 ///     user 0 b_0 u_0,0 ... u_0,R-1
-///     ...                              (U lines, ids 0..U-1 in order)
+///     ...                              (U lines, ids increasing: 0..U-1 for dense data)
 ///     item 0 b_0 v_0,0 ... v_0,R-1
-///     ...                              (I lines, ids 0..I-1 in order)
+///     ...                              (I lines, ids increasing: 0..I-1 for dense data)
+///
+/// The ids are the data's original ids (io::rating_set remaps sparse ids to dense indices for
+/// training; the model keeps the originals in `user_ids` / `item_ids`, so a saved model, --load
+/// and predictions all speak the ids of the user's files).
 ///
 /// The first record is the header (format version 1). Numbers are written in the shortest form
 /// that reads back to the same float, so a saved and reloaded model predicts exactly the same
@@ -23,6 +27,7 @@
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -48,6 +53,8 @@ struct mf_biased_model {
   float mean = 0;               ///< μ, the training mean
   std::vector<float> users;     ///< num_users × (rank + 1): u_0..u_{R-1}, b_u
   std::vector<float> items;     ///< num_items × (rank + 1): v_0..v_{R-1}, b_i
+  std::vector<std::uint64_t> user_ids;  ///< original id of each user row, increasing; empty: row u is id u
+  std::vector<std::uint64_t> item_ids;  ///< original id of each item row, increasing; empty: row i is id i
 
   std::size_t width() const noexcept { return std::size_t{rank} + 1; }
   /// User u's row (factors then bias).
@@ -68,7 +75,16 @@ struct mf_biased_model {
     return m;
   }
 
-  /// μ + b_u + b_i + u·v, in the trainer's float arithmetic (the same figure its RMSE uses). A user
+  /// The original id of user row u (of item row i).
+  std::uint64_t user_id(std::uint32_t u) const noexcept { return user_ids.empty() ? u : user_ids[u]; }
+  std::uint64_t item_id(std::uint32_t i) const noexcept { return item_ids.empty() ? i : item_ids[i]; }
+  /// The row of original user id `id` (of item id `id`), or num_users (num_items) when the model has none.
+  std::uint32_t user_row(std::uint64_t id) const noexcept { return row_of(user_ids, num_users, id); }
+  std::uint32_t item_row(std::uint64_t id) const noexcept { return row_of(item_ids, num_items, id); }
+  /// The prediction for original ids (a user or item the model lacks counts as an all-zero row).
+  float predict_ids(std::uint64_t u, std::uint64_t i) const noexcept { return predict(user_row(u), item_row(i)); }
+
+  /// μ + b_u + b_i + u·v for rows u and i, in the trainer's float arithmetic (the same figure its RMSE uses). A user
   /// or item beyond the model counts as an all-zero row (no bias, no factors).
   float predict(std::uint32_t u, std::uint32_t i) const noexcept {
     const bool hu = u < num_users, hi = i < num_items;
@@ -87,6 +103,13 @@ struct mf_biased_model {
     return std::sqrt(s / static_cast<double>(ratings.size()));
   }
   bool operator==(const mf_biased_model&) const = default;
+
+ private:
+  static std::uint32_t row_of(const std::vector<std::uint64_t>& ids, std::uint32_t n, std::uint64_t id) noexcept {
+    if (ids.empty()) return id < n ? static_cast<std::uint32_t>(id) : n;
+    const auto it = std::lower_bound(ids.begin(), ids.end(), id);
+    return it != ids.end() && *it == id ? static_cast<std::uint32_t>(it - ids.begin()) : n;
+  }
 };
 
 namespace detail {
@@ -106,12 +129,12 @@ inline void write_mf_model(std::ostream& out, const mf_biased_model& m) {
   detail::append_float(line, m.mean);
   line += '\n';
   out << line;
-  auto rows = [&](const char* kind, std::uint32_t n, auto row_of) {
+  auto rows = [&](const char* kind, std::uint32_t n, auto row_of, auto id_of) {
     for (std::uint32_t e = 0; e < n; ++e) {
       const std::span<const float> r = row_of(e);
       line = kind;
       line += ' ';
-      line += std::to_string(e);
+      line += std::to_string(id_of(e));
       line += ' ';
       detail::append_float(line, r[m.rank]);
       for (std::uint32_t c = 0; c < m.rank; ++c) {
@@ -122,8 +145,8 @@ inline void write_mf_model(std::ostream& out, const mf_biased_model& m) {
       out << line;
     }
   };
-  rows("user", m.num_users, [&](std::uint32_t u) { return m.user(u); });
-  rows("item", m.num_items, [&](std::uint32_t i) { return m.item(i); });
+  rows("user", m.num_users, [&](std::uint32_t u) { return m.user(u); }, [&](std::uint32_t u) { return m.user_id(u); });
+  rows("item", m.num_items, [&](std::uint32_t i) { return m.item(i); }, [&](std::uint32_t i) { return m.item_id(i); });
   if (!out) throw strata::error(errc::bad_input, "write_mf_model: write failed");
 }
 
@@ -176,16 +199,21 @@ inline mf_biased_model parse_mf_model(std::string_view text, std::string_view na
                        " items, more than the file holds");
   m.users.assign(m.num_users * m.width(), 0.0f);
   m.items.assign(m.num_items * m.width(), 0.0f);
-  auto rows = [&](std::string_view kind, std::uint32_t n, std::vector<float>& out) {
+  auto rows = [&](std::string_view kind, std::uint32_t n, std::vector<float>& out, std::vector<std::uint64_t>& ids) {
+    ids.reserve(n);
     for (std::uint32_t e = 0; e < n; ++e) {
       if (!next_record(f))
         fail(name, lines.line_number() + 1, "missing " + std::string(kind) + " " + std::to_string(e) + " (the header says " +
                                                 std::to_string(n) + ")");
       const std::size_t ln = lines.line_number();
       const auto k = f.next(), t = f.next();
-      std::uint32_t id = 0;
-      if (k != kind || !io::detail::parse_uint(t, id) || id != e)
-        fail(name, ln, "want '" + std::string(kind) + " " + std::to_string(e) + " ...', got " + io::detail::quoted(line));
+      std::uint64_t id = 0;
+      if (k != kind || !io::detail::parse_uint(t, id))
+        fail(name, ln, "want '" + std::string(kind) + " ID ...', got " + io::detail::quoted(line));
+      if (e > 0 && id <= ids.back())
+        fail(name, ln, std::string(kind) + " id " + std::to_string(id) + " not above the previous " + std::to_string(ids.back()) +
+                           " (want increasing ids)");
+      ids.push_back(id);
       float* r = out.data() + std::size_t{e} * m.width();
       for (std::uint32_t c = 0; c <= m.rank; ++c) {
         const auto v = f.next();
@@ -197,8 +225,10 @@ inline mf_biased_model parse_mf_model(std::string_view text, std::string_view na
       if (!f.at_end()) fail(name, ln, "too many numbers (want a bias and " + std::to_string(m.rank) + " factors)");
     }
   };
-  rows("user", m.num_users, m.users);
-  rows("item", m.num_items, m.items);
+  rows("user", m.num_users, m.users, m.user_ids);
+  rows("item", m.num_items, m.items, m.item_ids);
+  io::detail::drop_identity(m.user_ids);
+  io::detail::drop_identity(m.item_ids);
   if (next_record(f)) fail(name, lines.line_number(), "unexpected line after the last item " + io::detail::quoted(line));
   return m;
 }
@@ -216,19 +246,19 @@ inline mf_biased_model read_mf_model(std::istream& in, std::string_view name) {
   return detail::parse_mf_model(text, name);
 }
 
-/// Reads "user item" pairs, one per line (further fields ignored; blank and '#' lines skipped).
-/// Throws strata::error(bad_input, "FILE:LINE: what") on a malformed line.
-inline std::vector<std::pair<std::uint32_t, std::uint32_t>> read_pairs(const std::filesystem::path& file) {
+/// Reads "user item" pairs of original ids, one per line (further fields ignored; blank and '#'
+/// lines skipped). Throws strata::error(bad_input, "FILE:LINE: what") on a malformed line.
+inline std::vector<std::pair<std::uint64_t, std::uint64_t>> read_pairs(const std::filesystem::path& file) {
   const std::string text = io::detail::slurp_file(file);
   const std::string name = file.string();
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
   io::detail::line_cursor lines(text);
   std::string_view line;
   while (lines.next(line)) {
     io::detail::fields f(line);
     if (f.at_end() || f.rest().front() == '#') continue;
     const auto tu = f.next(), ti = f.next();
-    std::uint32_t u = 0, i = 0;
+    std::uint64_t u = 0, i = 0;
     if (!io::detail::parse_uint(tu, u)) io::detail::fail(name, lines.line_number(), "bad user id " + io::detail::quoted(tu));
     if (!io::detail::parse_uint(ti, i))
       io::detail::fail(name, lines.line_number(), ti.empty() ? std::string("missing item id (want \"user item\")")
@@ -238,16 +268,17 @@ inline std::vector<std::pair<std::uint32_t, std::uint32_t>> read_pairs(const std
   return out;
 }
 
-/// Writes "user item predicted_rating" for every pair (the prediction in the shortest form that
-/// reads back to the same float). Throws strata::error when the file cannot be written.
+/// Writes "user item predicted_rating" for every pair of original ids (the prediction in the
+/// shortest form that reads back to the same float). Throws strata::error when the file cannot
+/// be written.
 inline void write_predictions(const std::filesystem::path& file, const mf_biased_model& m,
-                              std::span<const std::pair<std::uint32_t, std::uint32_t>> pairs) {
+                              std::span<const std::pair<std::uint64_t, std::uint64_t>> pairs) {
   std::ofstream out(file, std::ios::binary);
   if (!out) throw strata::error(errc::bad_input, file.string() + ": cannot write the predictions file");
   std::string line;
   for (auto [u, i] : pairs) {
     line = std::to_string(u) + ' ' + std::to_string(i) + ' ';
-    detail::append_float(line, m.predict(u, i));
+    detail::append_float(line, m.predict_ids(u, i));
     line += '\n';
     out << line;
   }

@@ -2,6 +2,7 @@
 /// \file dense_row<T>: a fixed-width contiguous row on xtensor storage; travels as raw bytes.
 #include <cstddef>
 #include <span>
+#include <type_traits>
 
 #include <xtensor/xtensor.hpp>
 
@@ -50,7 +51,15 @@ class dense_row {
     r.get_span(std::span<T>(row.v_.data(), width));
     return row;
   }
-  static void skip(byte_reader& r, std::size_t width) { r.skip(width * sizeof(T)); }
+  /// Checks an encoded row without keeping it; a floating-point row must hold finite values only.
+  static void skip(byte_reader& r, std::size_t width) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (width * sizeof(T) > r.remaining()) throw error(errc::bad_frame, "payload truncated");
+      for (std::size_t c = 0; c < width; ++c) check_finite(static_cast<col_id>(c), r.get<T>());
+    } else {
+      r.skip(width * sizeof(T));
+    }
+  }
 
  private:
   using storage = xt::xtensor<T, 1>;

@@ -1,9 +1,11 @@
 #pragma once
 /// \file The row concept: what a table row type must offer (increment, merge, encode).
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "../core/bytes.hpp"
 #include "../core/error.hpp"
@@ -40,6 +42,22 @@ namespace detail {
   throw error(errc::bad_input, "column " + std::to_string(c) + " is outside a row of width " + std::to_string(width));
 }
 }  // namespace detail
+
+/// The cold half of check_finite.
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_not_finite(col_id c, double v) {
+  throw error(errc::bad_input, "non-finite value " + std::to_string(v) + " in column " + std::to_string(c) +
+                                   " (NaN and inf are refused: they would poison the table)");
+}
+
+/// For floating-point values: throws `bad_input` naming the column when `v` is NaN or infinite.
+/// Row types call it when a server shard checks an incoming delta (skip), so a non-finite
+/// increment rejects its whole flush instead of silently poisoning a row.
+template <class T>
+void check_finite(col_id c, T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(v)) [[unlikely]]
+      throw_not_finite(c, static_cast<double>(v));
+}
 
 /// Throws `bad_input` naming the column and the width when `c` is outside a row of `width` columns.
 inline void check_column(col_id c, std::size_t width) {

@@ -88,8 +88,9 @@ class sparse_row {
     col_id prev = 0;
     for (std::uint32_t i = 0; i < n; ++i) {
       const auto c = r.get<col_id>();
-      r.skip(sizeof(T));
+      const auto v = r.get<T>();
       if (c >= width || (i > 0 && c <= prev)) throw error(errc::bad_frame, "sparse row column out of order or range");
+      check_finite(c, v);  // a floating-point delta must be finite
       prev = c;
     }
   }

@@ -3,6 +3,14 @@
 /// then NNZ lines "doc word count" with 1-based ids, sorted by doc and then word as the UCI
 /// files and scripts/fetch_data.sh write them. Also readers for the one-entry-per-line vocab and
 /// label files that go with it. Results are 0-based.
+///
+/// Sizes in the file never become unbounded allocations. The header's D and W size per-document
+/// and per-word arrays, so each must be at most max(2^20, the file's size in bytes) (a file
+/// cannot describe more non-empty documents or words than it has bytes). The counts are
+/// expanded into one topic assignment per token by LDA (4 bytes each, plus the sampler's
+/// tables), so their sum may not pass `max_tokens` (`default_max_tokens` = 2^30, about 4 GiB of
+/// assignments; strata_lda --max-tokens raises it): the line that passes it is refused with the
+/// memory the corpus would need.
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 
@@ -18,6 +26,9 @@
 #include <vector>
 
 namespace strata::ml::io {
+
+/// The most tokens (sum of the counts) a bag of words may hold unless the caller passes more.
+inline constexpr std::uint64_t default_max_tokens = std::uint64_t{1} << 30;
 
 /// A document-term count matrix in CSR form (rows = documents), with 0-based ids.
 struct bag_of_words {
@@ -61,8 +72,8 @@ struct bag_of_words {
 
 namespace detail {
 
-/// Reads one header line that must hold exactly one integer.
-inline std::uint32_t bow_header(line_cursor& lines, std::string_view name, const char* what) {
+/// Reads one header line that must hold exactly one integer, at most `max`.
+inline std::uint32_t bow_header(line_cursor& lines, std::string_view name, const char* what, std::uint64_t max) {
   std::string_view line;
   if (!lines.next(line)) fail(name, lines.line_number() + 1, std::string("missing header line ") + what);
   fields f(line);
@@ -70,15 +81,21 @@ inline std::uint32_t bow_header(line_cursor& lines, std::string_view name, const
   std::uint32_t v = 0;
   if (!parse_uint(tok, v) || !f.at_end())
     fail(name, lines.line_number(), std::string("bad header ") + what + " " + quoted(line) + " (want one integer)");
+  if (v > max)
+    fail(name, lines.line_number(), std::string("header ") + what + " " + std::to_string(v) + " is more than this " +
+                                        "file could describe (at most " + std::to_string(max) + "; it would need " +
+                                        std::to_string((std::uint64_t{v} * 8) >> 20) + " MiB of offsets)");
   return v;
 }
 
 /// Parses a whole docword buffer; `name` only labels error messages.
-inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view name) {
+inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view name,
+                                       std::uint64_t max_tokens = default_max_tokens) {
   bag_of_words out;
   line_cursor lines(text);
-  out.num_docs = bow_header(lines, name, "D (number of documents)");
-  out.num_words = bow_header(lines, name, "W (vocabulary size)");
+  const std::uint64_t max_dim = std::max<std::uint64_t>(std::uint64_t{1} << 20, text.size());
+  out.num_docs = bow_header(lines, name, "D (number of documents)", max_dim);
+  out.num_words = bow_header(lines, name, "W (vocabulary size)", max_dim);
   std::uint64_t nnz = 0;
   {
     std::string_view line;
@@ -97,6 +114,7 @@ inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view n
   out.doc_offsets.assign(static_cast<std::size_t>(out.num_docs) + 1, 0);
 
   std::uint32_t prev_doc = 0, prev_word = 0;  // 1-based; 0 = none yet
+  std::uint64_t tokens = 0;
   std::string_view line;
   while (lines.next(line)) {
     const std::size_t ln = lines.line_number();
@@ -111,6 +129,12 @@ inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view n
       fail(name, ln, "bad word id " + quoted(tw) + " (want 1.." + std::to_string(out.num_words) + ")");
     if (!parse_uint(tc, c) || c == 0) fail(name, ln, "bad count " + quoted(tc) + " (want an integer >= 1)");
     if (!f.at_end()) fail(name, ln, "trailing text " + quoted(f.rest()) + " after the count");
+    tokens += c;
+    if (tokens > max_tokens)
+      fail(name, ln, "count " + std::to_string(c) + " brings the corpus to " + std::to_string(tokens) +
+                         " tokens, over the limit of " + std::to_string(max_tokens) + " (LDA would need at least " +
+                         std::to_string((tokens * 4) >> 20) + " MiB for their topic assignments; raise the limit, " +
+                         "e.g. strata_lda --max-tokens, if that is meant)");
     // Sorted input lets us build CSR in one pass and catch duplicate (doc, word) pairs here.
     if (d < prev_doc || (d == prev_doc && w <= prev_word))
       fail(name, ln, "entry (" + std::string(td) + ", " + std::string(tw) +
@@ -156,15 +180,15 @@ inline std::vector<std::string> parse_word_lines(std::string_view text, std::str
 }  // namespace detail
 
 /// Reads a UCI docword stream; `name` labels errors. Throws strata::error(bad_input, "name:line: ...").
-inline bag_of_words read_bag_of_words(std::istream& in, std::string_view name) {
+inline bag_of_words read_bag_of_words(std::istream& in, std::string_view name, std::uint64_t max_tokens = default_max_tokens) {
   const std::string text = detail::slurp(in, name);
-  return detail::parse_bag_of_words(text, name);
+  return detail::parse_bag_of_words(text, name, max_tokens);
 }
 
 /// Reads a UCI docword file. Throws strata::error (bad_input, or the OS code if it cannot open).
-inline bag_of_words read_bag_of_words(const std::filesystem::path& file) {
+inline bag_of_words read_bag_of_words(const std::filesystem::path& file, std::uint64_t max_tokens = default_max_tokens) {
   const std::string text = detail::slurp_file(file);
-  return detail::parse_bag_of_words(text, file.string());
+  return detail::parse_bag_of_words(text, file.string(), max_tokens);
 }
 
 /// Reads a UCI docword stream; on error returns an empty result and sets `ec`.

@@ -2,6 +2,10 @@
 /// \file Reader for the libsvm / svmlight sparse format: "label index:value index:value ..." per
 /// line, indices 1-based and strictly increasing. A '#' starts a comment (svmlight allows one
 /// at the end of a line); blank lines are skipped. The result is CSR with 0-based columns.
+/// Labels and values must be finite (NaN and inf are refused naming file and line). The largest
+/// index sizes per-column state in every solver, so it may be at most max(2^24, 8 × the stored
+/// values): one stray index 4000000000 is refused (naming its line and the memory it would
+/// take), not turned into four billion columns.
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 
@@ -48,6 +52,7 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
   libsvm_data out;
   line_cursor lines(text);
   std::string_view line;
+  std::size_t widest_line = 0;  // where the largest index is
   while (lines.next(line)) {
     const std::size_t ln = lines.line_number();
     if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
@@ -74,10 +79,16 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
       out.indices.push_back(idx - 1);
       out.values.push_back(v);
     }
-    out.num_features = std::max(out.num_features, prev);
+    if (prev > out.num_features) out.num_features = prev, widest_line = ln;
     out.labels.push_back(label);
     out.row_offsets.push_back(out.indices.size());
   }
+  const std::uint64_t max_features = std::max<std::uint64_t>(std::uint64_t{1} << 24, 8 * std::uint64_t{out.nnz()});
+  if (out.num_features > max_features)
+    fail(name, widest_line, "feature index " + std::to_string(out.num_features) + " would make that many columns for " +
+                                std::to_string(out.nnz()) + " stored values (at least " +
+                                std::to_string((std::uint64_t{out.num_features} * 16) >> 20) +
+                                " MiB of per-column state; the limit is max(2^24, 8 x stored values)): number the features densely");
   return out;
 }
 

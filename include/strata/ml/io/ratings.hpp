@@ -1,7 +1,15 @@
 #pragma once
 /// \file Reader for rating triples, one "user item rating" per line (as scripts/fetch_data.sh
-/// writes MovieLens): dense 0-based integer ids and a finite rating. Blank lines and lines
-/// starting with '#' are skipped; anything else that is not exactly three fields is an error.
+/// writes MovieLens): non-negative integer ids (any up to 2^64-1) and a finite rating. Blank lines
+/// and lines starting with '#' are skipped; anything else that is not exactly three fields is an
+/// error naming the file and line.
+///
+/// Ids are remapped to dense 0-based indices in increasing order of the original id (the rank
+/// of the id among the file's distinct ids), so memory follows the number of distinct users and
+/// items, never the largest id: one user id 4000000000 costs one row, not four billion. Data
+/// whose ids are already 0..n-1 keeps them (`user_ids` / `item_ids` stay empty: the identity).
+/// Sets read separately (train and test) are put into one id space with `share_ids`, which
+/// a trainer requires when they differ.
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 
@@ -11,6 +19,7 @@
 #include <filesystem>
 #include <istream>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -27,9 +36,19 @@ struct rating {
 
 /// A list of ratings plus the matrix shape they imply.
 struct rating_set {
-  std::vector<rating> ratings;  ///< in file order
-  std::uint32_t num_users = 0;  ///< 1 + the largest user id (0 when empty)
-  std::uint32_t num_items = 0;  ///< 1 + the largest item id (0 when empty)
+  std::vector<rating> ratings;  ///< in file order, with dense 0-based ids
+  std::uint32_t num_users = 0;  ///< 1 + the largest dense user index (0 when empty)
+  std::uint32_t num_items = 0;  ///< 1 + the largest dense item index (0 when empty)
+  /// The original id of each dense user index, increasing; empty when the ids are the indices
+  /// (the identity: data that was dense already, or a set built by hand).
+  std::vector<std::uint64_t> user_ids;
+  std::vector<std::uint64_t> item_ids;  ///< the same for items
+
+  /// The original id of dense user index u (of item index i).
+  std::uint64_t user_id(std::uint32_t u) const noexcept { return user_ids.empty() ? u : user_ids[u]; }
+  std::uint64_t item_id(std::uint32_t i) const noexcept { return item_ids.empty() ? i : item_ids[i]; }
+  /// True when some id differs from its index (the file's ids were sparse).
+  bool remapped() const noexcept { return !user_ids.empty() || !item_ids.empty(); }
 
   /// Number of ratings.
   std::size_t size() const noexcept { return ratings.size(); }
@@ -44,39 +63,107 @@ struct rating_set {
 };
 
 namespace detail {
+/// Sorts and deduplicates ids.
+inline void sort_unique(std::vector<std::uint64_t>& ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+}
+/// The dense index of `id` in the sorted list `ids` (which holds it).
+inline std::uint32_t index_in(const std::vector<std::uint64_t>& ids, std::uint64_t id) noexcept {
+  return static_cast<std::uint32_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+}
+/// Empties a sorted distinct id list that is the identity 0..n-1 (the "no remapping" form).
+inline void drop_identity(std::vector<std::uint64_t>& ids) noexcept {
+  if (!ids.empty() && ids.back() == ids.size() - 1) ids.clear();
+}
+/// The sorted distinct ids a set uses (materialising the identity).
+inline std::vector<std::uint64_t> ids_or_identity(const std::vector<std::uint64_t>& ids, std::uint32_t n) {
+  if (!ids.empty()) return ids;
+  std::vector<std::uint64_t> out(n);
+  for (std::uint32_t k = 0; k < n; ++k) out[k] = k;
+  return out;
+}
+
 /// Parses a whole buffer; `name` only labels error messages.
 inline rating_set parse_ratings(std::string_view text, std::string_view name) {
   using io::detail::fail;
   using io::detail::quoted;
-  rating_set out;
+  struct raw {
+    std::uint64_t user, item;
+    float value;
+  };
+  std::vector<raw> rows;
   // Lines are at least 6 bytes ("0 0 1\n"): a cheap upper bound that avoids regrowth.
-  out.ratings.reserve(text.size() / 6 + 1);
+  rows.reserve(text.size() / 6 + 1);
   io::detail::line_cursor lines(text);
   std::string_view line;
-  // Ids are capped one below the maximum so that num_users = max + 1 cannot wrap to 0.
-  constexpr std::uint32_t max_id = std::numeric_limits<std::uint32_t>::max() - 1;
   while (lines.next(line)) {
     const std::size_t ln = lines.line_number();
     io::detail::fields f(line);
     if (f.at_end() || f.rest().front() == '#') continue;
-    rating r;
+    raw r{};
     const std::string_view tu = f.next(), ti = f.next(), tv = f.next();
-    if (!io::detail::parse_uint(tu, r.user) || r.user > max_id)
-      fail(name, ln, "bad user id " + quoted(tu) + " (want an integer in [0, 2^32-2])");
+    if (!io::detail::parse_uint(tu, r.user)) fail(name, ln, "bad user id " + quoted(tu) + " (want an integer in [0, 2^64-1])");
     if (ti.empty()) fail(name, ln, "missing item id (want \"user item rating\")");
-    if (!io::detail::parse_uint(ti, r.item) || r.item > max_id)
-      fail(name, ln, "bad item id " + quoted(ti) + " (want an integer in [0, 2^32-2])");
+    if (!io::detail::parse_uint(ti, r.item)) fail(name, ln, "bad item id " + quoted(ti) + " (want an integer in [0, 2^64-1])");
     if (tv.empty()) fail(name, ln, "missing rating (want \"user item rating\")");
     if (!io::detail::parse_float(tv, r.value)) fail(name, ln, "bad rating " + quoted(tv) + " (want a finite number)");
     if (!f.at_end()) fail(name, ln, "trailing text " + quoted(f.rest()) + " after the rating");
-    out.num_users = std::max(out.num_users, r.user + 1);
-    out.num_items = std::max(out.num_items, r.item + 1);
-    out.ratings.push_back(r);
+    rows.push_back(r);
   }
-  out.ratings.shrink_to_fit();
+  if (rows.size() > std::numeric_limits<std::uint32_t>::max())
+    fail(name, lines.line_number(), "more than 2^32-1 ratings in one file");
+  rating_set out;
+  out.user_ids.reserve(rows.size());
+  out.item_ids.reserve(rows.size());
+  for (const auto& r : rows) out.user_ids.push_back(r.user), out.item_ids.push_back(r.item);
+  sort_unique(out.user_ids);
+  sort_unique(out.item_ids);
+  out.user_ids.shrink_to_fit();
+  out.item_ids.shrink_to_fit();
+  out.num_users = static_cast<std::uint32_t>(out.user_ids.size());
+  out.num_items = static_cast<std::uint32_t>(out.item_ids.size());
+  out.ratings.reserve(rows.size());
+  for (const auto& r : rows) out.ratings.push_back({index_in(out.user_ids, r.user), index_in(out.item_ids, r.item), r.value});
+  drop_identity(out.user_ids);
+  drop_identity(out.item_ids);
   return out;
 }
 }  // namespace detail
+
+/// Puts rating sets read separately (train, test) into one id space: the sorted union of their
+/// original ids and of `extra_users` / `extra_items` (e.g. a saved model's, so that its rows
+/// keep their ids), re-indexing every set's ratings. Afterwards every set has the same
+/// num_users, num_items, user_ids and item_ids, and a dense index means the same user everywhere.
+inline void share_ids(std::span<rating_set* const> sets, std::span<const std::uint64_t> extra_users = {},
+                      std::span<const std::uint64_t> extra_items = {}) {
+  std::vector<std::uint64_t> users(extra_users.begin(), extra_users.end()), items(extra_items.begin(), extra_items.end());
+  for (const rating_set* s : sets) {
+    const auto u = detail::ids_or_identity(s->user_ids, s->num_users), i = detail::ids_or_identity(s->item_ids, s->num_items);
+    users.insert(users.end(), u.begin(), u.end());
+    items.insert(items.end(), i.begin(), i.end());
+  }
+  detail::sort_unique(users);
+  detail::sort_unique(items);
+  for (rating_set* s : sets) {
+    for (auto& r : s->ratings) {
+      r.user = detail::index_in(users, s->user_id(r.user));
+      r.item = detail::index_in(items, s->item_id(r.item));
+    }
+    s->num_users = static_cast<std::uint32_t>(users.size());
+    s->num_items = static_cast<std::uint32_t>(items.size());
+  }
+  detail::drop_identity(users);
+  detail::drop_identity(items);
+  for (rating_set* s : sets) s->user_ids = users, s->item_ids = items;
+}
+
+/// share_ids for a training and a test set.
+inline void share_ids(rating_set& train, rating_set& test, std::span<const std::uint64_t> extra_users = {},
+                      std::span<const std::uint64_t> extra_items = {}) {
+  rating_set* sets[] = {&train, &test};
+  share_ids(sets, extra_users, extra_items);
+}
 
 /// Reads ratings from a stream; `name` labels errors. Throws strata::error(bad_input, "name:line: ...").
 inline rating_set read_ratings(std::istream& in, std::string_view name) {

@@ -80,6 +80,13 @@ inline std::uint64_t mf_mix(std::uint64_t x) noexcept {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+/// `ids` (sorted original ids, empty: the identity) as a list of n ids, identity past its end.
+inline std::vector<std::uint64_t> ids_or_identity_n(const std::vector<std::uint64_t>& ids, std::uint32_t n) {
+  if (ids.empty() || ids.size() >= n) return ids;  // empty stays the identity
+  std::vector<std::uint64_t> out = ids;
+  for (std::uint64_t k = ids.size(); k < n; ++k) out.push_back(std::max(out.back() + 1, k));
+  return out;
+}
 /// Initial value of column c of entity e in table t (0 for the bias column).
 inline float mf_init(std::uint64_t seed, std::uint32_t table, std::uint64_t e, std::uint32_t c, std::uint32_t rank,
                      float scale) noexcept {
@@ -110,17 +117,33 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   if (o.start && o.start->rank != R)
     throw strata::error(errc::bad_input, "train_mf: the start model has rank " + std::to_string(o.start->rank) +
                                              ", the options say " + std::to_string(R));
-  const std::uint32_t nu = std::max({train.num_users, test.num_users, o.start ? o.start->num_users : 0u});
-  const std::uint32_t ni = std::max({train.num_items, test.num_items, o.start ? o.start->num_items : 0u});
+  if (train.empty()) throw strata::error(errc::bad_input, "train_mf: no training ratings");
+  if (!test.empty() && (train.user_ids != test.user_ids || train.item_ids != test.item_ids))
+    throw strata::error(errc::bad_input,
+                        "train_mf: the training and test ratings use different id spaces (put them in one with io::share_ids)");
+  // Dense data (no remapping) sizes the tables by the largest index; remapped data by its id space.
+  const bool ids = train.remapped();
+  const std::uint32_t nu = std::max({train.num_users, test.num_users, o.start && !ids ? o.start->num_users : 0u});
+  const std::uint32_t ni = std::max({train.num_items, test.num_items, o.start && !ids ? o.start->num_items : 0u});
+  // The start model's row for each of the run's users and items (matched by original id; none: the model's size).
+  std::vector<std::uint32_t> start_user, start_item;
+  if (o.start) {
+    start_user.resize(nu);
+    start_item.resize(ni);
+    for (std::uint32_t u = 0; u < nu; ++u) start_user[u] = o.start->user_row(u < train.num_users ? train.user_id(u) : u);
+    for (std::uint32_t i = 0; i < ni; ++i) start_item[i] = o.start->item_row(i < train.num_items ? train.item_id(i) : i);
+  }
   const std::uint32_t ub = (nu + B - 1) / B, ib = (ni + B - 1) / B;
   const auto Wt = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
   const auto Ht = sys.template add_table<dense_row<float>>(std::size_t{B} * W1);
   const float mu = o.start ? o.start->mean : static_cast<float>(train.mean());
   // Initial value of column c of user (table 0) or item (table 1) e: the start model's, else hashed.
-  const auto init_of = [&o, R](std::uint32_t table, std::uint64_t e, std::uint32_t c) -> float {
-    if (o.start && e < (table == 0 ? o.start->num_users : o.start->num_items)) {
-      const auto x = static_cast<std::uint32_t>(e);
-      return (table == 0 ? o.start->user(x) : o.start->item(x))[c];
+  const auto init_of = [&o, R, &start_user, &start_item](std::uint32_t table, std::uint64_t e, std::uint32_t c) -> float {
+    if (o.start) {
+      // Block padding past the last user or item (e beyond the lists) has no start row.
+      const auto& rows = table == 0 ? start_user : start_item;
+      const std::uint32_t x = e < rows.size() ? rows[e] : ~0u;
+      if (x < (table == 0 ? o.start->num_users : o.start->num_items)) return (table == 0 ? o.start->user(x) : o.start->item(x))[c];
     }
     return detail::mf_init(o.seed, table, e, c, R, o.init_scale);
   };
@@ -142,6 +165,10 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   // Worker 0, once every update is in: reads every row into `model`.
   auto gather_model = [&](worker& w) -> task<> {
     model = mf_biased_model::zeros(R, nu, ni, mu);
+    if (ids) {  // the data's original ids (none: dense data, row = id)
+      model.user_ids = detail::ids_or_identity_n(train.user_ids, nu);
+      model.item_ids = detail::ids_or_identity_n(train.item_ids, ni);
+    }
     for (std::uint32_t t = 0; t < 2; ++t) {
       const auto table = t == 0 ? Wt : Ht;
       const std::uint32_t blocks = t == 0 ? ub : ib, n = t == 0 ? nu : ni;

@@ -52,7 +52,8 @@ TEST_CASE("sparse_row add: many random adds that grow and shrink match a map, ze
     std::map<strata::col_id, int> ref;
     for (int step = 0; step < 400; ++step) {
       // Mostly small deltas; now and then the negation of the whole row (empties it) or of half.
-      row d = random_delta(rng, width, 1 + rng() % (width + 2));
+      // Every third delta has 1-3 entries: the path for a few columns into a long row.
+      row d = random_delta(rng, width, step % 3 == 0 ? 1 + rng() % 3 : 1 + rng() % (width + 2));
       if (step % 37 == 36) {
         d = row(width);
         for (const auto& [c, v] : r.entries()) d.inc(c, -v);
@@ -94,6 +95,25 @@ TEST_CASE("sparse_row add: in place when the row has room, also with new columns
   CHECK(r.get(10) == 6);
   CHECK(r.get(99) == 0);
   CHECK(r.nnz() == 9);
+  // A few columns into a long row (binary search per column): new, cancelling, summing.
+  row big(1000);
+  for (strata::col_id c = 0; c < 1000; c += 4) big.inc(c, 1);  // 250 entries
+  big.reserve(300);
+  const auto* big_at = big.entries().data();
+  row f(1000);
+  f.inc(2, 9);     // new, near the front
+  f.inc(500, -1);  // cancels
+  f.inc(996, 3);   // sums, the last entry
+  f.inc(999, 1);   // new, past the end
+  big.add(f);
+  CHECK(big.entries().data() == big_at);
+  CHECK(big.nnz() == 251);
+  CHECK(big.get(2) == 9);
+  CHECK(big.get(500) == 0);
+  CHECK(big.get(504) == 1);
+  CHECK(big.get(996) == 4);
+  CHECK(big.get(999) == 1);
+  as_map(big);  // sorted, distinct, no zero
 }
 
 TEST_CASE("sparse_row add: into an empty or width-less row, and of an empty row") {

@@ -38,6 +38,20 @@ class sparse_row {
     if (o.e_.empty()) return;
     if (e_.empty()) { e_ = o.e_; return; }  // reuses this row's capacity
     const std::size_t n = e_.size(), m = o.e_.size();
+    if (m * 8 <= n) {  // a few columns into a long row: binary search each, shift in place
+      auto from = e_.begin();
+      for (const auto& [c, d] : o.e_) {
+        from = std::lower_bound(from, e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });
+        if (from != e_.end() && from->first == c) {
+          from->second += d;
+          if (from->second == T{}) from = e_.erase(from);
+          else ++from;
+        } else {
+          from = e_.insert(from, entry(c, d)) + 1;  // within capacity: no allocation
+        }
+      }
+      return;
+    }
     // Columns of o that this row lacks.
     std::size_t fresh = 0;
     for (std::size_t i = 0, j = 0; j < m;) {

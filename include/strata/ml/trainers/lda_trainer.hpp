@@ -231,6 +231,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     };
     auto send_word = [&](std::uint32_t word) -> task<> {
       sparse_row<std::int32_t> delta(K);
+      delta.reserve(touched.size());  // one allocation (the row moves into the oplog)
       for (auto k : touched) {
         if (wdelta[k] != 0) delta.inc(k, wdelta[k]);
         wdelta[k] = 0;
@@ -303,8 +304,9 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
           const std::uint32_t word = corpus.words[d][e];
           {
             const auto& row = co_await w.get(WT, word);
-            scratch.clear();
-            for (const auto& [k, c] : row.entries()) scratch.push_back({k, c});
+            const auto& es = row.entries();
+            scratch.resize(es.size());
+            for (std::size_t i = 0; i < es.size(); ++i) scratch[i] = {es[i].first, es[i].second};
           }
           for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j, ++zi) {
             const std::uint32_t old = st.z[zi];

@@ -109,7 +109,10 @@ struct bench_rates {
   /// "a b c" with the given printf format.
   static std::string list(const std::vector<double>& v, const char* f) {
     std::string out;
-    for (double x : v) out += (out.empty() ? "" : " ") + fmt(f, x);
+    for (double x : v) {  // appended piecewise: GCC 12's -O3 -Wrestrict misfires on ("" or " ") + string
+      if (!out.empty()) out += ' ';
+      out += fmt(f, x);
+    }
     return out;
   }
 };

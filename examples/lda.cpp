@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -112,14 +113,17 @@ void print_summary(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo
   s.print();
 }
 
-/// --bench-baseline: plain single-threaded Gibbs loops over the same corpus, against the run's rate.
-void print_baseline(const ml::lda_corpus& corpus, const ml::lda_trainer_options& lo, double per_thread) {
-  const std::uint32_t sweeps = std::max<std::uint32_t>(2, lo.iterations / 4);
-  const double sparse = ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, ml::lda_sampler::sparse);
-  const double plain = ml::lda_baseline_tokens_per_s(corpus, lo, sweeps, ml::lda_sampler::plain);
-  std::printf("lda baseline: plain single-threaded Gibbs: SparseLDA %.0f tokens/s, O(K) %.0f tokens/s; per worker "
-              "thread %.0f tokens/s; ratio vs SparseLDA loop %.3f, vs O(K) loop %.3f\n",
-              sparse, plain, per_thread, per_thread / sparse, per_thread / plain);
+/// The trainer's sampling rate per worker thread for --bench-baseline: tokens over the sweeps'
+/// wall time without the log-likelihood evaluations.
+double sampling_rate(const ex::trainer_cli& cli, const ml::lda_run& res) { return tokens_per_s_per_thread(cli, res); }
+
+/// --bench-baseline: the plain single-threaded SparseLDA loop (lda_reference) over the same corpus
+/// and the same number of sweeps, best of 3 interleaved with the trainer's runs.
+void print_baseline(const ex::bench_rates& b, std::uint32_t sweeps) {
+  std::printf("lda baseline: plain single-threaded SparseLDA Gibbs, %u sweeps, best of %zu: %.0f tokens/s (runs: %s); per "
+              "worker thread best of %zu: %.0f tokens/s (runs: %s); ratio %.3f\n",
+              sweeps, b.baseline.size(), b.best_baseline(), ex::bench_rates::list(b.baseline, "%.0f").c_str(), b.trainer.size(),
+              b.best_trainer(), ex::bench_rates::list(b.trainer, "%.0f").c_str(), b.ratio());
 }
 }  // namespace
 
@@ -147,13 +151,24 @@ int main(int argc, char** argv) {
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "lda", lo.iterations, [](double ll) { return ex::fmt("loglik %.6e", ll); });
     ml::lda_rotation_run rot;  // --mode rotation's own figures
-    auto res = ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
-      if (f.mode != "rotation") return ml::train_lda(sys, corpus, lo, progress);
-      if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
-      rot = ml::train_lda_rotation(sys, corpus, lo, progress);
-      return rot;
-    });
+    auto train = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
+      return ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
+        if (f.mode != "rotation") return ml::train_lda(sys, corpus, lo, on_iteration);
+        if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
+        rot = ml::train_lda_rotation(sys, corpus, lo, on_iteration);
+        return rot;
+      });
+    };
+    auto res = train(progress);
     line.done();
+    if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
+      const ml::lda_rotation_run main_rot = rot;  // the repeats overwrite it
+      const ex::bench_rates b = ex::bench_interleaved(
+          sampling_rate(cli, res), cli.so.is_tcp() ? 1 : 3, [&] { return sampling_rate(cli, train({})); },
+          [&] { return cli.lead() ? ml::lda_baseline_tokens_per_s(corpus, lo, lo.iterations, ml::lda_sampler::sparse) : 0.0; });
+      rot = main_rot;
+      if (cli.lead()) print_baseline(b, lo.iterations);
+    }
     if (f.mode == "rotation" && !cli.lead()) res.invariants_ok = true;  // rotation checks them on rank 0 (the coordinator's)
     if (f.mode == "rotation" && cli.lead())
       std::printf("lda rotation: blocks=%u rounds=%llu block_conflicts=%llu\n", rot.blocks, static_cast<unsigned long long>(rot.rounds),
@@ -161,7 +176,6 @@ int main(int argc, char** argv) {
 
     trace.write(res.iterations);
     print_summary(cli, lo, corpus, res);
-    if (cli.bench && cli.lead()) print_baseline(corpus, lo, tokens_per_s_per_thread(cli, res));
     if (!res.invariants_ok) {
       std::fprintf(stderr, "strata_lda: count invariant violated: %s\n", res.invariant_error.c_str());
       return 4;

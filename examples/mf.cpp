@@ -123,12 +123,20 @@ void print_summary(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo,
   s.print();
 }
 
-/// --bench-baseline: a plain single-threaded SGD loop over the same data, against the run's rate.
-void print_baseline(const ml::io::rating_set& train, const ml::mf_trainer_options& mo, const ml::mf_run& res, std::uint32_t P) {
-  const double per_thread = static_cast<double>(res.sgd_updates) / res.seconds / P;
-  const double base = ml::mf_baseline_updates_per_s(train, mo, std::max<std::uint32_t>(3, mo.iterations / (4 * mo.clocks_per_epoch)));
-  std::printf("mf baseline: plain single-threaded SGD %.0f updates/s; per worker thread %.0f updates/s; ratio %.3f\n", base,
-              per_thread, per_thread / base);
+/// SGD updates per second per worker thread over the training clocks' wall time (the
+/// evaluations are not in it; iteration 0 is the initial state).
+double training_rate(const ml::mf_run& res, std::uint32_t P) {
+  const double s = res.iterations.size() > 1 ? res.iterations.back().elapsed_s - res.iterations.front().elapsed_s : res.seconds;
+  return static_cast<double>(res.sgd_updates) / std::max(s, 1e-9) / P;
+}
+
+/// --bench-baseline: a plain single-threaded SGD loop over the same data and the same number of
+/// epochs, best of 3 interleaved with the trainer's runs.
+void print_baseline(const ex::bench_rates& b, std::uint32_t epochs) {
+  std::printf("mf baseline: plain single-threaded SGD, %u epochs, best of %zu: %.0f updates/s (runs: %s); per worker thread "
+              "best of %zu: %.0f updates/s (runs: %s); ratio %.3f\n",
+              epochs, b.baseline.size(), b.best_baseline(), ex::bench_rates::list(b.baseline, "%.0f").c_str(), b.trainer.size(),
+              b.best_trainer(), ex::bench_rates::list(b.trainer, "%.0f").c_str(), b.ratio());
 }
 
 /// --mode ccd: CCD++ with the run's rank, lambda, iterations and seed.
@@ -230,10 +238,13 @@ int main(int argc, char** argv) {
     strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "mf", mo.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
-    const auto res = ex::with_system(cli.so, [&](auto& sys) {
-      if (pf.adaptive == 0) return ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, progress), {}};
-      return train_adaptive(sys, pf, train, test, mo, progress);
-    });
+    auto run = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
+      return ex::with_system(cli.so, [&](auto& sys) {
+        if (pf.adaptive == 0) return ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, on_iteration), {}};
+        return train_adaptive(sys, pf, train, test, mo, on_iteration);
+      });
+    };
+    const auto res = run(progress);
     line.done();
 
     if (res.segments.empty()) trace.write(res.iterations);
@@ -251,7 +262,13 @@ int main(int argc, char** argv) {
       if (cli.lead())
         std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());
     print_summary(cli, mo, res);
-    if (cli.bench && cli.lead()) print_baseline(train, mo, res, cli.so.workers * cli.so.nodes);
+    if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
+      const std::uint32_t P = cli.so.workers * cli.so.nodes, epochs = std::max<std::uint32_t>(1, mo.iterations / mo.clocks_per_epoch);
+      const ex::bench_rates b = ex::bench_interleaved(
+          training_rate(res, P), cli.so.is_tcp() ? 1 : 3, [&] { return training_rate(run({}), P); },
+          [&] { return cli.lead() ? ml::mf_baseline_updates_per_s(train, mo, epochs) : 0.0; });
+      if (cli.lead()) print_baseline(b, epochs);
+    }
     if (!std::isfinite(res.final_rmse)) {
       std::fprintf(stderr, "strata_mf: diverged (RMSE is not finite); lower --lr\n");
       return 3;

@@ -15,13 +15,16 @@
 #include <strata/strata.hpp>
 
 #include "common/dispatch.hpp"
+#include "common/metrics.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace strata::examples {
 
@@ -65,7 +68,9 @@ struct trainer_cli {
                    "iteration and the last, null in between; 0: each worker's own view, every iteration")
         ->capture_default_str();
     app.add_flag("--quiet", quiet, "no progress display");
-    app.add_flag("--bench-baseline", bench, "also time a plain single-threaded loop and print the per-thread ratio");
+    app.add_flag("--bench-baseline", bench,
+                 "also time a plain single-threaded loop over the same epochs/sweeps, best of 3 interleaved with 2 more "
+                 "runs of the trainer (one process), and print the per-thread ratio");
   }
   /// Registers the cluster flags: last, so that a name the trainer took becomes --node-<name>.
   void finish_flags() { add_cluster_flags(app, so.cluster_flags); }
@@ -95,6 +100,39 @@ struct trainer_cli {
  private:
   ml::run_options* run_ = nullptr;
 };
+
+/// --bench-baseline's timing: `reps` runs of the plain single-threaded loop interleaved with
+/// `reps` - 1 further runs of the trainer after the one main already did (trainer, loop, trainer,
+/// loop, ...), so that both see the same machine; each side's best rate counts.
+struct bench_rates {
+  std::vector<double> trainer;   ///< per-thread rate of each trainer run, the main run first
+  std::vector<double> baseline;  ///< rate of each plain-loop run
+  double best_trainer() const { return trainer.empty() ? 0.0 : *std::max_element(trainer.begin(), trainer.end()); }
+  double best_baseline() const { return baseline.empty() ? 0.0 : *std::max_element(baseline.begin(), baseline.end()); }
+  double ratio() const { return best_trainer() / std::max(best_baseline(), 1e-300); }
+  /// "a b c" with the given printf format.
+  static std::string list(const std::vector<double>& v, const char* f) {
+    std::string out;
+    for (double x : v) {  // appended piecewise: GCC 12's -O3 -Wrestrict misfires on ("" or " ") + string
+      if (!out.empty()) out += ' ';
+      out += fmt(f, x);
+    }
+    return out;
+  }
+};
+
+/// Runs the interleaving above: `again()` runs the trainer once more and returns its per-thread
+/// rate; `loop()` runs the plain loop once and returns its rate. `first` is the main run's rate.
+template <class Again, class Loop>
+bench_rates bench_interleaved(double first, std::uint32_t reps, Again&& again, Loop&& loop) {
+  bench_rates b;
+  b.trainer.push_back(first);
+  for (std::uint32_t i = 0; i < reps; ++i) {
+    b.baseline.push_back(loop());
+    if (i + 1 < reps) b.trainer.push_back(again());
+  }
+  return b;
+}
 
 /// Builds the system the flags chose (the transport's type from dispatch; the consistency model
 /// as run-time data, so train is compiled once per transport) and returns train(system).

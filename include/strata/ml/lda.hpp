@@ -7,6 +7,7 @@
 #include <strata/core/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -446,6 +447,7 @@ struct lda_result {
   std::vector<std::vector<std::uint32_t>> topics;     ///< final topic of every token, parallel to the input
   std::vector<double> loglik;                         ///< joint LL at the iterations in loglik_iteration
   std::vector<std::uint32_t> loglik_iteration;        ///< 0 = after the random initialisation, i = after sweep i
+  double sweep_seconds = 0;                           ///< wall time of the sweeps alone (no initialisation, no LL)
 };
 
 /// Sequential collapsed Gibbs LDA: random initial topics, then `iterations` sweeps over every
@@ -497,6 +499,7 @@ inline lda_result lda_reference(std::span<const std::vector<std::uint32_t>> docs
       for (std::uint32_t k = 0; k < K; ++k)
         if (c.word(w)[k] != 0) sparse_rows[w].push_back({k, c.word(w)[k]});
   }
+  auto sweep_start = std::chrono::steady_clock::now();
   for (std::uint32_t it = 1; it <= opt.iterations; ++it) {
     for (std::uint32_t d = 0; d < c.num_docs; ++d) {
       const auto doc = c.doc(d);
@@ -529,7 +532,12 @@ inline lda_result lda_reference(std::span<const std::vector<std::uint32_t>> docs
         res.topics[d][i] = k;
       }
     }
-    if (it == opt.iterations || (opt.loglik_every != 0 && it % opt.loglik_every == 0)) record(it);
+    if (it == opt.iterations || (opt.loglik_every != 0 && it % opt.loglik_every == 0)) {
+      const auto now = std::chrono::steady_clock::now();
+      res.sweep_seconds += std::chrono::duration<double>(now - sweep_start).count();
+      record(it);
+      sweep_start = std::chrono::steady_clock::now();
+    }
   }
   return res;
 }

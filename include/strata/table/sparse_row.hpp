@@ -30,23 +30,70 @@ class sparse_row {
       e_.insert(it, {c, d});
     }
   }
+  /// Adds every entry of `o` (sums that reach zero are removed). In place: the row grows by the
+  /// columns new to it (one resize, amortised like push_back) and the two sorted runs merge from
+  /// the back, so an add that fits the row's capacity allocates nothing.
   void add(const sparse_row& o) {
     if (width_ == 0) width_ = o.width_;
-    if (e_.empty()) { e_ = o.e_; return; }
-    std::vector<entry> m;
-    m.reserve(e_.size() + o.e_.size());
-    auto a = e_.begin(), b = o.e_.begin();
-    while (a != e_.end() || b != o.e_.end()) {
-      if (b == o.e_.end() || (a != e_.end() && a->first < b->first)) m.push_back(*a++);
-      else if (a == e_.end() || b->first < a->first) m.push_back(*b++);
-      else {
-        T s = a->second + b->second;
-        if (s != T{}) m.emplace_back(a->first, s);
-        ++a, ++b;
+    if (o.e_.empty()) return;
+    if (e_.empty()) { e_ = o.e_; return; }  // reuses this row's capacity
+    const std::size_t n = e_.size(), m = o.e_.size();
+    if (m * 8 <= n) {  // a few columns into a long row: binary search each, shift in place
+      auto from = e_.begin();
+      for (const auto& [c, d] : o.e_) {
+        from = std::lower_bound(from, e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });
+        if (from != e_.end() && from->first == c) {
+          from->second += d;
+          if (from->second == T{}) from = e_.erase(from);
+          else ++from;
+        } else {
+          from = e_.insert(from, entry(c, d)) + 1;  // within capacity: no allocation
+        }
+      }
+      return;
+    }
+    // Columns of o that this row lacks.
+    std::size_t fresh = 0;
+    for (std::size_t i = 0, j = 0; j < m;) {
+      if (i == n || o.e_[j].first < e_[i].first) ++fresh, ++j;
+      else if (e_[i].first < o.e_[j].first) ++i;
+      else ++i, ++j;
+    }
+    if (fresh == 0) {  // the common steady state: every column already present
+      std::size_t out = 0;
+      for (std::size_t i = 0, j = 0; i < n; ++i) {
+        entry x = e_[i];
+        if (j < m && o.e_[j].first == x.first) x.second += o.e_[j++].second;
+        if (x.second != T{}) e_[out++] = x;
+      }
+      e_.resize(out);
+      return;
+    }
+    if (e_.capacity() < n + fresh) e_.reserve(std::max(n + fresh, 2 * e_.capacity()));
+    e_.resize(n + fresh);
+    // Merge from the back into [0, n + fresh). Invariant: out - i = (o's new columns still to
+    // place) + (zero sums dropped so far) >= 0, so a write never lands on an unread entry.
+    std::ptrdiff_t i = static_cast<std::ptrdiff_t>(n) - 1, j = static_cast<std::ptrdiff_t>(m) - 1,
+                   out = static_cast<std::ptrdiff_t>(n + fresh) - 1;
+    while (j >= 0) {
+      if (i >= 0 && e_[i].first > o.e_[j].first) {
+        e_[out--] = e_[i--];
+      } else if (i >= 0 && e_[i].first == o.e_[j].first) {
+        const T s = e_[i].second + o.e_[j].second;
+        if (s != T{}) e_[out--] = entry(e_[i].first, s);
+        --i, --j;
+      } else {
+        e_[out--] = o.e_[j--];
       }
     }
-    e_.swap(m);
+    // e_[0..i] are in place; dropped zeros left a gap (i, out] to close.
+    if (out > i) {
+      std::move(e_.begin() + (out + 1), e_.end(), e_.begin() + (i + 1));
+      e_.resize(e_.size() - static_cast<std::size_t>(out - i));
+    }
   }
+  /// Makes room for n entries (e.g. before inc-ing a delta's columns in increasing order).
+  void reserve(std::size_t n) { e_.reserve(n); }
   T get(col_id c) const {
     check_column(c, width_);
     auto it = std::lower_bound(e_.begin(), e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });

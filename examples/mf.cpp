@@ -213,10 +213,13 @@ int main(int argc, char** argv) {
   cli.add_flags(mo, "V of VAP (total un-propagated update mass)", "iterations (clocks; epochs = iterations / clocks-per-epoch)",
                 "folder with ratings.train.txt and ratings.test.txt");
   add_model_flags(cli.app, mo, pf);
+  cli.add_checkpoint_flags();
   cli.finish_flags();
   CLI11_PARSE(cli.app, argc, argv);
 
   return cli.guard([&] {
+    const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
+    if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
     if (pf.mode == "ccd") {
       const auto data = read_data(cli, nullptr);
       return train_ccd(cli, mo, pf, data.first, data.second);
@@ -230,6 +233,11 @@ int main(int argc, char** argv) {
     mo.keep_model = !cli.save.empty() || !pf.in.empty();
 
     auto config = trace_config(cli, mo, train, test);
+    {  // what a checkpoint must match to be resumed: the configuration without the iteration count
+      auto tag = config;
+      tag.set("iterations", 0);
+      cli.so.checkpoint.run_tag = tag.dump();
+    }
     if (pf.adaptive > 0) {
       strata::json_value c = strata::json_value::array();
       for (int s : pf.candidates) c.push_back(strata::json_value(s));
@@ -240,6 +248,7 @@ int main(int argc, char** argv) {
     const auto progress = ex::progress_printer(line, cli.so, "mf", mo.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
     auto run = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
       return ex::with_system(cli.so, [&](auto& sys) {
+        cli.report_resume(sys);
         if (pf.adaptive == 0) return ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, on_iteration), {}};
         return train_adaptive(sys, pf, train, test, mo, on_iteration);
       });

@@ -72,6 +72,26 @@ struct trainer_cli {
                  "also time a plain single-threaded loop over the same epochs/sweeps, best of 3 interleaved with 2 more "
                  "runs of the trainer (one process), and print the per-thread ratio");
   }
+  /// Registers --checkpoint-dir, --checkpoint-every and --resume (trainers whose workers checkpoint
+  /// their own state: worker::on_checkpoint). The trainer sets so.checkpoint.run_tag to what must
+  /// match for a checkpoint to be resumed (data, model settings; not --iterations).
+  void add_checkpoint_flags() {
+    app.add_option("--checkpoint-dir", so.checkpoint.dir, "write checkpoints into DIR (with --checkpoint-every)");
+    app.add_option("--checkpoint-every", so.checkpoint.every, "a checkpoint every K iterations (clocks), when every worker has passed it")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--resume", so.checkpoint.resume, "resume from the newest complete checkpoint in DIR (the run's other flags must match it)");
+    app.get_option("--checkpoint-dir")->needs(app.get_option("--checkpoint-every"));
+    app.get_option("--checkpoint-every")->needs(app.get_option("--checkpoint-dir"));
+  }
+  /// Prints where a resumed run starts and why newer checkpoints were refused (lead process).
+  template <class System>
+  void report_resume(System& sys) const {
+    const auto* r = sys.resumed();
+    if (!r || !lead()) return;
+    for (const auto& why : r->refused) std::fprintf(stderr, "strata_%s: %s\n", name.c_str(), why.c_str());
+    std::printf("%s: resumed from the checkpoint at iteration %lld in %s\n", name.c_str(), static_cast<long long>(r->clock),
+                so.checkpoint.resume.c_str());
+  }
   /// Registers the cluster flags: last, so that a name the trainer took becomes --node-<name>.
   void finish_flags() { add_cluster_flags(app, so.cluster_flags); }
 

@@ -49,6 +49,7 @@ struct options {
   std::string consistency = "bsp";  // from --model: its name part
   int staleness = 0;                 // ... and its number (essp2: 2)
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
+  strata::checkpoint_config checkpoint;  // plan: --checkpoint-dir, --checkpoint-every, --resume
   strata::cluster_options cluster;
 };
 
@@ -57,10 +58,19 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   const std::uint32_t P = nodes * o.wpn;
   const plan pl(static_cast<int>(P), o.clocks, o.rows, o.seed);
   violations bad;
-  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness};
+  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness, .checkpoint = o.checkpoint};
   strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(P) + static_cast<std::size_t>(o.extra_width));
   const auto mp = sys.model();
+  try {
+    if (const auto* r = sys.resumed()) {
+      for (const auto& why : r->refused) std::cerr << "REFUSED " << why << std::endl;
+      std::cout << "RESUMED rank=" << rank << " clock=" << r->clock << std::endl;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "ERROR: " << e.what() << std::endl;
+    return 1;
+  }
   const bool bounded = mp.staleness != strata::unbounded;
   try {
     sys.run([&](strata::worker& w) -> strata::task<> {
@@ -70,7 +80,7 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
       auto read = [&](const counts& row) {
         for (std::uint32_t k = 0; k < P; ++k) v[k] = row.get(static_cast<strata::col_id>(k));
       };
-      for (int c = 0; c < pl.clocks; ++c) {
+      for (int c = static_cast<int>(w.current_clock()); c < pl.clocks; ++c) {  // a resumed run starts at its checkpoint
         for (int r : pl.reads[self][c]) {
           const counts& row = co_await w.get(t, static_cast<strata::row_id>(r));
           read(row);
@@ -254,6 +264,9 @@ int main(int argc, char** argv) {
   app.add_option("--sleep-ms", o.sleep_ms, "sleep per clock");
   app.add_option("--throw-at", o.throw_at, "the first local worker throws at this clock");
   app.add_option("--scenario", o.scenario, "plan (seeded workload) | runtime (roles, messages, collectives, repeated runs)");
+  app.add_option("--checkpoint-dir", o.checkpoint.dir, "plan: write checkpoints into DIR");
+  app.add_option("--checkpoint-every", o.checkpoint.every, "plan: a checkpoint every K clocks");
+  app.add_option("--resume", o.checkpoint.resume, "plan: resume from the newest complete checkpoint in DIR");
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
   // "essp2" = essp with staleness 2: the name part maps onto a policy in the library.

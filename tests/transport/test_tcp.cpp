@@ -641,6 +641,62 @@ TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded
   }
 }
 
+TEST_CASE("tcp processes: SIGKILL one process midway, then --resume completes the run with no lost update") {
+  if (!binary_present()) return;
+  scratch dir;
+  const std::string ck = dir.path("ckpt");
+  const std::vector<std::string> common{"--model", "essp2", "--clocks", "120", "--sleep-ms", "10", "--checkpoint-dir", ck,
+                                        "--checkpoint-every", "10"};
+  std::vector<std::uint16_t> ports;
+  auto ps = start_nodes(dir, 3, common, {}, &ports);
+  // Kill rank 2 once two checkpoints are complete (the manifest lists them), well before the end.
+  const auto until = clk::now() + 30s;
+  auto complete = [&] {
+    const auto m = read_file(ck + "/manifest");
+    return std::count(m.begin(), m.end(), '\n') >= 3;  // the header and two checkpoints
+  };
+  while (!complete() && clk::now() < until) std::this_thread::sleep_for(5ms);
+  REQUIRE(complete());
+  REQUIRE(::kill(ps[2].pid, SIGKILL) == 0);
+  REQUIRE(wait_all(ps, 15000ms));
+  {
+    INFO(describe(ps));
+    const std::string lost = "lost rank 2 (127.0.0.1:" + std::to_string(ports[2]) + ")";
+    for (int r = 0; r < 2; ++r) {
+      CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 1);
+      CHECK(contains(ps[static_cast<std::size_t>(r)].err(), lost));
+      CHECK(!contains(ps[static_cast<std::size_t>(r)].out(), "RESULT"));  // interrupted, not finished
+    }
+  }
+  // Resume all three from the same folder: each finds the same newest complete checkpoint, runs
+  // the rest, and every row equals the exact sums of the whole plan (ps_node checks: exit 0).
+  auto again = common;
+  again.insert(again.end(), {"--resume", ck});
+  auto rs = start_nodes(dir, 3, again);
+  REQUIRE(wait_all(rs, 60000ms));
+  INFO(describe(rs));
+  std::string at;
+  for (auto& p : rs) {
+    CHECK(p.exit_code() == 0);
+    CHECK(contains(p.out(), " ok"));
+    const auto pos = p.out().find("RESUMED rank=");
+    REQUIRE(pos != std::string::npos);
+    const auto clock = p.out().substr(p.out().find("clock=", pos), p.out().find('\n', pos) - p.out().find("clock=", pos));
+    if (at.empty()) at = clock;
+    CHECK(clock == at);  // the same checkpoint everywhere
+    CHECK(clock != "clock=0");
+  }
+  // An uninterrupted run of the same plan prints the same rows.
+  scratch dir2;
+  auto whole = start_nodes(dir2, 3, {"--model", "essp2", "--clocks", "120"});
+  REQUIRE(wait_all(whole, 60000ms));
+  std::string a, b;
+  for (auto& p : rs) a += p.out();
+  for (auto& p : whole) b += p.out();
+  CHECK(rows_of(a) == rows_of(b));
+  CHECK(!rows_of(a).empty());
+}
+
 TEST_CASE("tcp processes: a hung peer (SIGSTOP) is lost after peer_timeout, a missing one after connect_timeout") {
   if (!binary_present()) return;
   {

@@ -17,12 +17,22 @@
 namespace strata {
 
 /// Shape and bounds of a run, given by the user.
+/// Checkpoints of a run (runtime/checkpoint.hpp): written every `every` clocks into `dir`, and a
+/// run that resumes from the newest complete one in `resume`. Every process of a run gives the same.
+struct checkpoint_config {
+  std::string dir;         ///< where this run writes checkpoints ("" with every = 0: none)
+  clock_type every = 0;    ///< a checkpoint each time every worker has passed a multiple of `every` clocks
+  std::string resume;      ///< resume from the newest complete checkpoint in this folder ("" : start at clock 0)
+  std::string run_tag;     ///< the program's own signature (data, hyper-parameters): a checkpoint of another tag is refused
+};
+
 struct system_config {
   std::uint32_t nodes = 1;             ///< processes (each a server shard and a set of workers)
   std::uint32_t workers_per_node = 1;  ///< worker threads per process
   int staleness = 0;                   ///< used by ssp<dynamic_bound> / essp<dynamic_bound>
   double value_bound = 1.0;            ///< used by vap<V> with V < 0
   std::size_t max_message = 16u << 20; ///< largest app message or collective contribution, in bytes
+  checkpoint_config checkpoint{};      ///< checkpoints and resume (first run of a system only)
 };
 
 /// The consistency policy's answers, with run-time bounds filled in: what the runtime asks at run

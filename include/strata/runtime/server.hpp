@@ -16,6 +16,7 @@
 #include "../core/error.hpp"
 #include "../table/server_table.hpp"
 #include "../wire/messages.hpp"
+#include "checkpoint.hpp"
 #include "params.hpp"
 
 namespace strata {
@@ -54,6 +55,14 @@ class server_shard {
       if (t >= tables_.size()) throw error(errc::bad_frame, "flush names unknown table " + std::to_string(t));
       tables_[t]->apply(r, in, f.tag, !mp_.exact);
       if (!mp_.exact) touched.emplace_back(t, r);
+    }
+    if (!shadow_.empty()) {  // checkpoints of a model that applies at once: the same updates, held by clock
+      byte_reader again(f.payload.bytes);
+      for (std::uint32_t i = 0; i < f.count; ++i) {
+        const auto t = again.get<table_id>();
+        const auto r = again.get<row_id>();
+        shadow_[t]->apply(r, again, f.tag, false);
+      }
     }
     if (mp_.exact) pending_seq_[f.tag].emplace_back(f.from, f.seq);
     else folded_seq_[f.from] = f.seq, newest_[f.from] = std::max(newest_[f.from], f.tag);
@@ -115,6 +124,13 @@ class server_shard {
   }
   void handle(endpoint, wire::gathered&) { throw error(errc::bad_frame, "server shard got a collective result"); }
 
+  /// Shard 0: one more shard has written checkpoint `clock`; when every shard has, it is complete.
+  void handle(endpoint, wire::checkpoint_done& d) {
+    if (me_ != 0 || ckpt_every_ == 0) throw error(errc::bad_frame, "checkpoint notice sent to a shard that does not record checkpoints");
+    if (d.node >= wm_.nodes) throw error(errc::bad_frame, "checkpoint notice from unknown node " + std::to_string(d.node));
+    checkpoint_written(d.clock);
+  }
+
   /// Shard 0 collects every worker's part of each collective round, then sends them all to every worker.
   void handle(endpoint, wire::gather& g) {
     if (me_ != 0) throw error(errc::bad_frame, "collective sent to shard " + std::to_string(me_) + ", not shard 0");
@@ -161,6 +177,27 @@ class server_shard {
   std::uint64_t started_run() const noexcept { return started_run_; }
   /// Runs completed: incremented when every worker has finished.
   std::uint64_t runs_finished() const noexcept { return runs_finished_; }
+
+  /// Writes a checkpoint into `dir` each time every worker has passed a multiple of `every` clocks:
+  /// the tables holding exactly the updates of clocks below it. Models that apply updates at once
+  /// (SSP, ESSP, VAP, async) keep a second copy of the tables for it, fed by clock (twice the memory
+  /// and the apply work); BSP's tables are that copy already.
+  void enable_checkpoints(std::filesystem::path dir, clock_type every, ckpt::digest sig) {
+    if (every <= 0) throw error(errc::bad_input, "checkpoint interval must be >= 1 clock");
+    ckpt_dir_ = std::move(dir);
+    ckpt_every_ = every;
+    ckpt_sig_ = sig;
+    if (!mp_.exact && shadow_.empty())
+      for (auto& t : tables_) shadow_.push_back(t->make_empty());
+  }
+  /// Before the first run: the tables of checkpoint `body` (at clock m), every worker at clock m.
+  void restore(clock_type m, std::span<const std::byte> body, const std::string& what) {
+    ckpt::decode_tables(body, tables_, what);
+    if (!shadow_.empty()) ckpt::decode_tables(body, shadow_, what);
+    std::fill(clock_.begin(), clock_.end(), m);
+    min_ = m;
+    ckpt_last_ = m;
+  }
 
   /// Makes the shard new for another run: every worker back at clock 0, nothing parked or pending,
   /// no subscriptions; the tables' rows are kept unless `clear_tables`. The start barrier's state
@@ -215,6 +252,7 @@ class server_shard {
   void advance() {
     std::vector<std::pair<table_id, row_id>> changed;
     std::vector<bool> acked(wm_.workers(), false);
+    if (ckpt_every_ > 0 && min_ != finished) write_checkpoints(changed);
     if (mp_.exact) {
       std::vector<row_id> rows;
       for (table_id t = 0; t < tables_.size(); ++t) {
@@ -265,6 +303,39 @@ class server_shard {
       send_(wm_.of(w), std::move(out));
     }
     serve_parked();
+  }
+
+  /// Every checkpoint clock m the minimum clock has reached since the last one: fold the updates of
+  /// clocks < m (exact tables, or the shadow copy), write them, tell shard 0.
+  void write_checkpoints(std::vector<std::pair<table_id, row_id>>& changed) {
+    auto& tabs = shadow_.empty() ? tables_ : shadow_;
+    std::vector<row_id> rows;
+    for (clock_type m = (ckpt_last_ / ckpt_every_ + 1) * ckpt_every_; m <= min_; m += ckpt_every_) {
+      for (table_id t = 0; t < tabs.size(); ++t) {
+        rows.clear();
+        tabs[t]->fold(m, rows);
+        if (shadow_.empty())
+          for (auto r : rows) changed.emplace_back(t, r);
+      }
+      const auto body = ckpt::encode_tables(tabs);
+      ckpt::write_atomic(ckpt::shard_file(ckpt_dir_, m, me_), ckpt::seal(ckpt::kind::shard, me_, m, ckpt_sig_, body));
+      ckpt_last_ = m;
+      if (me_ == 0) checkpoint_written(m);
+      else send_(wm_.shard(0), wire::checkpoint_done{me_, m});
+    }
+    if (!shadow_.empty()) {  // keep the held updates few: fold what every worker has passed
+      for (auto& t : shadow_) {
+        rows.clear();
+        t->fold(min_, rows);
+      }
+    }
+  }
+  /// Shard 0: a shard wrote checkpoint m. Every worker wrote its own state before the flush that
+  /// let the minimum clock reach m, so when every shard has written, checkpoint m is complete.
+  void checkpoint_written(clock_type m) {
+    if (++ckpt_count_[m] < wm_.nodes) return;
+    ckpt_count_.erase(m);
+    ckpt::add_to_manifest(ckpt_dir_, m);
   }
 
   /// Applied-at-once models: send `from` its acknowledgement and each subscriber the rows it holds.
@@ -323,6 +394,11 @@ class server_shard {
   std::map<std::uint64_t, collective> collectives_;  // shard 0: open collective rounds
   std::map<std::uint64_t, std::uint32_t> start_count_;  // shard 0: nodes ready, per run
   std::uint64_t started_run_ = 0, runs_finished_ = 0;
+  std::filesystem::path ckpt_dir_;
+  clock_type ckpt_every_ = 0, ckpt_last_ = 0;
+  ckpt::digest ckpt_sig_{};
+  std::vector<std::unique_ptr<server_table_base>> shadow_;  // checkpoints of applied-at-once models
+  std::map<clock_type, std::uint32_t> ckpt_count_;           // shard 0: shards that wrote each checkpoint
 };
 
 }  // namespace strata

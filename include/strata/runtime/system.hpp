@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <typeinfo>
@@ -23,6 +24,7 @@
 #include "../table/table.hpp"
 #include "../transport/inproc.hpp"
 #include "../transport/transport.hpp"
+#include "checkpoint.hpp"
 #include "coordinator.hpp"
 #include "options.hpp"
 #include "params.hpp"
@@ -68,7 +70,7 @@ class basic_system {
   template <class R>
   auto add_table(std::size_t width) {
     static_assert(detail::check_row_type<R>());
-    if (runs_ > 0) throw error(errc::bad_input, "add_table after the first run: add every table before it");
+    if (runs_ > 0 || resumed_) throw error(errc::bad_input, "add_table after the first run or resumed(): add every table before them");
     const auto id = static_cast<table_id>(tables_.size());
     tables_.push_back({id, width, typeid(R).name()});
     server_factories_.push_back([width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); });
@@ -85,6 +87,7 @@ class basic_system {
     if (failed_) throw error(errc::shutdown, "system::run after a failed run");
     ++runs_;
     if (runs_ == 1) start();
+    else if (checkpointing()) throw error(errc::bad_input, "checkpoints and resume cover a system's first run only");
     else restart();
     for (auto& ws : workers_) {
       asio::post(ws->ctx, [this, ws = ws.get(), &program] {
@@ -167,6 +170,20 @@ class basic_system {
     worker_stats t;
     for (const auto& st : stats()) t.merge(st);
     return t;
+  }
+  /// With system_config::checkpoint.resume set: the checkpoint the first run starts from (the clock,
+  /// and why each newer checkpoint was refused), found on the first call (add every table before
+  /// it); throws when the folder holds no complete checkpoint of this run. nullptr without resume.
+  /// A program may call it before `run` to learn where its workers will start.
+  const ckpt::resume_point* resumed() {
+    if (cfg_.checkpoint.resume.empty()) return nullptr;
+    if (!resumed_) resumed_ = ckpt::find_resume(cfg_.checkpoint.resume, wm_.nodes, wm_.workers(), checkpoint_signature());
+    return &*resumed_;
+  }
+  /// The clock the first run's workers start at: the resumed checkpoint's, else 0.
+  clock_type start_clock() {
+    const auto* r = resumed();
+    return r ? r->clock : 0;
   }
   const system_config& config() const noexcept { return cfg_; }
   const model_params& model() const noexcept { return mp_; }
@@ -305,6 +322,7 @@ class basic_system {
         bind_party(*coord_, wm_.coordinator());
       }
     }
+    if (checkpointing()) setup_checkpoints();
     transport_.on_fatal([this](std::error_code ec, const std::string& what) {
       record_error(std::make_exception_ptr(error(ec, what)));
       progress();
@@ -313,6 +331,36 @@ class basic_system {
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
     for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c); });
     if (coord_) coord_->thread = std::thread([c = &coord_->ctx] { run_ctx(*c); });
+  }
+
+  ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
+  bool checkpointing() const noexcept { return cfg_.checkpoint.every > 0 || !cfg_.checkpoint.resume.empty(); }
+
+  /// Before the first run's threads start: every local shard and worker writes checkpoints, and
+  /// starts from the newest complete one in `resume` (each process checks every file, so all
+  /// processes of a run pick the same checkpoint from a shared folder).
+  void setup_checkpoints() {
+    const auto& cc = cfg_.checkpoint;
+    const auto sig = checkpoint_signature();
+    if (cc.every > 0) {
+      if (cc.dir.empty()) throw error(errc::bad_input, "checkpoint.every is set but checkpoint.dir is empty");
+      std::filesystem::create_directories(cc.dir);
+      for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig);
+      for (auto& ws : workers_) ws->p->enable_checkpoints(cc.dir, cc.every, sig);
+    } else if (cc.every < 0) {
+      throw error(errc::bad_input, "checkpoint.every must be >= 0");
+    }
+    if (cc.resume.empty()) return;
+    const clock_type m = resumed()->clock;
+    for (auto& s : servers_) {
+      const auto f = ckpt::shard_file(cc.resume, m, s->node);
+      s->shard->restore(m, ckpt::unseal(f, ckpt::kind::shard, s->node, m, sig), f.string());
+    }
+    for (auto& ws : workers_) {
+      const auto id = ws->p->id();
+      const auto body = ckpt::unseal(ckpt::worker_file(cc.resume, m, id), ckpt::kind::worker, id, m, sig);
+      ws->p->resume_at(m, std::string(reinterpret_cast<const char*>(body.data()), body.size()));
+    }
   }
 
   /// When the run failed, tells a transport that can (`tcp::abort`) so that the other processes stop
@@ -421,6 +469,7 @@ class basic_system {
   std::vector<std::unique_ptr<worker_slot>> workers_;
   std::unique_ptr<coordinator_slot> coord_;  // on node 0's process
   std::unique_ptr<task<>> fetch_;            // the last remote row read (system::row)
+  std::optional<ckpt::resume_point> resumed_;
   std::uint64_t runs_ = 0;
   bool failed_ = false, clear_tables_ = false, stopped_ = false, model_changed_ = false;
   std::mutex mu_;

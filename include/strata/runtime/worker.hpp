@@ -21,6 +21,7 @@
 #include "../wire/messages.hpp"
 #include "params.hpp"
 #include "actor.hpp"
+#include "checkpoint.hpp"
 #include "task.hpp"
 
 namespace strata {
@@ -320,8 +321,33 @@ class worker : public actor {
   /// staleness bound); it only yields to the worker's thread, so that rows pushed or replied in
   /// the meantime are taken in before the next iteration.
   yield_awaiter clock() {
+    if (ckpt_every_ > 0 && (clock_ + 1) % ckpt_every_ == 0) write_checkpoint(clock_ + 1);
     flush(true);
     return yield();
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------
+
+  /// The program's own state for checkpoints (LDA's topic assignments, random generator, position
+  /// in the data, ...): `save` is called in `clock()` when the new clock is a checkpoint clock,
+  /// after the iteration's work and before its increments leave, and returns the state as bytes.
+  /// Without it a worker's checkpoint holds no state of its own.
+  void on_checkpoint(std::function<std::string()> save) { save_state_ = std::move(save); }
+  /// In a resumed run: the state `on_checkpoint`'s function returned at the checkpoint the run
+  /// resumed from (the worker's clock, `current_clock()`, starts there); nullptr otherwise.
+  const std::string* resumed_state() const noexcept { return resumed_ ? &resumed_state_ : nullptr; }
+
+  /// Runtime side: write a checkpoint file for this worker every `every` clocks into `dir`.
+  void enable_checkpoints(std::filesystem::path dir, clock_type every, ckpt::digest sig) {
+    ckpt_dir_ = std::move(dir);
+    ckpt_every_ = every;
+    ckpt_sig_ = sig;
+  }
+  /// Runtime side, before the first run: start at clock m with the state of a checkpoint.
+  void resume_at(clock_type m, std::string state) {
+    clock_ = m;
+    resumed_ = true;
+    resumed_state_ = std::move(state);
   }
 
   // ---- collectives --------------------------------------------------------------------------
@@ -577,6 +603,12 @@ class worker : public actor {
   }
 
   /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
+  void write_checkpoint(clock_type m) {
+    const std::string state = save_state_ ? save_state_() : std::string();
+    const auto body = std::as_bytes(std::span(state.data(), state.size()));
+    ckpt::write_atomic(ckpt::worker_file(ckpt_dir_, m, id_), ckpt::seal(ckpt::kind::worker, id_, m, ckpt_sig_, body));
+  }
+
   void flush(bool advance_clock, bool done = false) {
     const clock_type tag = clock_;
     if (advance_clock) settle_reads(), ++clock_;
@@ -626,6 +658,12 @@ class worker : public actor {
   worker_map wm_;
   model_params mp_;
   clock_type clock_ = 0;
+  std::filesystem::path ckpt_dir_;
+  clock_type ckpt_every_ = 0;
+  ckpt::digest ckpt_sig_{};
+  std::function<std::string()> save_state_;
+  bool resumed_ = false;
+  std::string resumed_state_;
   double bound_;
   bool value_bounded_ = false;
   std::vector<std::unique_ptr<client_table_base>> tables_;

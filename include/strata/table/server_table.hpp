@@ -32,6 +32,8 @@ class server_table_base {
   virtual std::size_t width() const noexcept = 0;
   /// Row ids stored on this shard.
   virtual std::vector<row_id> row_ids() const = 0;
+  /// A new, empty table of the same row type and width.
+  virtual std::unique_ptr<server_table_base> make_empty() const = 0;
 };
 
 /// Rows of type R stored on one shard.
@@ -81,6 +83,7 @@ class server_table final : public server_table_base {
     for (const auto& [r, _] : rows_) ids.push_back(r);
     return ids;
   }
+  std::unique_ptr<server_table_base> make_empty() const override { return std::make_unique<server_table<R>>(width_); }
   /// The stored row (for reading final tables in process).
   const R& row(row_id r) { return slot(r).data; }
 

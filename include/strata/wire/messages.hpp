@@ -19,7 +19,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 3;  // 2: app, gather, gathered, run_start messages; 3: rows carry writer clocks
+inline constexpr std::uint32_t protocol_version = 3;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done
 
 namespace detail {
 /// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it
@@ -197,8 +197,17 @@ struct run_start {
   void serialize(Ar& ar) { ar(node, run); }
 };
 
+/// Shard -> shard 0: this node's shard has written its checkpoint at `clock` (shard 0 records the
+/// checkpoint as complete in the manifest once every shard has).
+struct checkpoint_done {
+  node_id node = 0;
+  clock_type clock = 0;
+  template <class Ar>
+  void serialize(Ar& ar) { ar(node, clock); }
+};
+
 /// Any message of the protocol.
-using message = std::variant<flush, row_request, rows, app, gather, gathered, run_start>;
+using message = std::variant<flush, row_request, rows, app, gather, gathered, run_start, checkpoint_done>;
 
 }  // namespace wire
 }  // namespace strata

@@ -27,6 +27,10 @@
 /// A run can start from a saved model (`mf_trainer_options::start`, ml/mf_model.hpp) instead of
 /// the hashed initialisation, and can hand its final model back (`run_options::keep_model`):
 /// worker 0 reads every row once the updates are in.
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/vector.hpp>
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
@@ -46,6 +50,8 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <sstream>
+#include <string>
 #include <vector>
 
 namespace strata::ml {
@@ -198,6 +204,37 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     std::vector<std::uint32_t> order;                          // this epoch's visiting order (indices into data)
     std::mt19937_64 rng;
     std::uint64_t updates = 0;
+    /// What a checkpoint keeps (worker::on_checkpoint): the generator, the ratings' order, the
+    /// blocks' order and the epoch's visiting order; the rest is rebuilt or read from the tables.
+    std::string save() const {
+      std::ostringstream out(std::ios::binary);
+      {
+        cereal::PortableBinaryOutputArchive ar(out);
+        std::ostringstream r;
+        r << rng;
+        ar(r.str(), updates, groups, order);
+        ar(static_cast<std::uint64_t>(data.size()));
+        for (const auto& x : data) ar(x.user, x.item, x.value);
+      }
+      return out.str();
+    }
+    void restore(const std::string& bytes, worker_id p) {
+      try {
+        std::istringstream in(bytes, std::ios::binary);
+        cereal::PortableBinaryInputArchive ar(in);
+        std::string r;
+        std::uint64_t n = 0;
+        ar(r, updates, groups, order, n);
+        if (n != data.size())
+          throw strata::error(errc::bad_input, "it holds " + std::to_string(n) + " ratings, this worker has " + std::to_string(data.size()));
+        for (auto& x : data) ar(x.user, x.item, x.value);
+        std::istringstream rs(r);
+        rs >> rng;
+        if (!rs) throw strata::error(errc::bad_input, "its random generator state does not parse");
+      } catch (const std::exception& e) {
+        throw strata::error(errc::bad_input, "train_mf: worker " + std::to_string(p) + "'s checkpointed state does not load: " + e.what());
+      }
+    }
   };
   std::vector<std::unique_ptr<worker_state>> states(P);
   auto make_state = [&](worker_id p) {
@@ -257,8 +294,12 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     run_reducer& red = *redp;
     rec.start_once();
     const worker_id p = w.id();
-    if (!states[p]) states[p] = make_state(p);
+    if (!states[p]) {
+      states[p] = make_state(p);
+      if (const auto* saved = w.resumed_state()) states[p]->restore(*saved, p);
+    }
     worker_state& st = *states[p];
+    w.on_checkpoint([&st] { return st.save(); });
     const auto& my_test = test_part[p];
     auto &ublocks = st.ublocks, &iblocks = st.iblocks;
     auto &Wl = st.Wl, &Wo = st.Wo, &Hl = st.Hl, &Ho = st.Ho, &Winit = st.Winit, &Hinit = st.Hinit;
@@ -444,7 +485,13 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
 
   mf_run out;
   std::vector<iteration_stats> trace;
-  std::uint32_t done = 0;
+  // A run resumed from a checkpoint (system_config::checkpoint.resume) starts after its clock.
+  const auto start = sys.start_clock();
+  if (start > 0 && (plan || start >= static_cast<clock_type>(o.iterations)))
+    throw strata::error(errc::bad_input, plan ? "train_mf: resuming from a checkpoint runs one segment (no adaptive plan)"
+                                              : "train_mf: the checkpoint is at iteration " + std::to_string(start) +
+                                                    ", nothing is left of " + std::to_string(o.iterations) + " iterations");
+  std::uint32_t done = static_cast<std::uint32_t>(start);
   std::optional<run_recorder::clock::time_point> first_start;  // the first segment's start
   do {
     std::uint32_t n = o.iterations - done;

@@ -1,0 +1,246 @@
+// Checkpoints and resume: the file format refuses what it must (corrupt, other version, other run),
+// a checkpoint holds exactly the updates of the clocks below it under every model, and a BSP run
+// interrupted and resumed ends with exactly the tables of an uninterrupted run.
+#include <doctest/doctest.h>
+
+#include <strata/strata.hpp>
+#include <strata/runtime/checkpoint.hpp>
+
+#include "../support/deadline.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <thread>
+#include <unistd.h>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using strata_test::within;
+using drow = strata::dense_row<double>;
+namespace fs = std::filesystem;
+namespace ckpt = strata::ckpt;
+
+/// A fresh folder under the system's temporary folder, removed at the end of the test.
+struct scratch {
+  fs::path dir;
+  explicit scratch(const std::string& name) : dir(fs::temp_directory_path() / ("strata-ckpt-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~scratch() { fs::remove_all(dir); }
+};
+
+constexpr strata::row_id rows = 12;
+
+/// A deterministic BSP program whose increments depend on what it reads and on a per-worker random
+/// generator (state the worker checkpoints): integer-valued, so every sum is exact in any order.
+strata::task<> program(strata::worker& w, strata::table_handle<drow> t, strata::clock_type until) {
+  std::mt19937_64 rng(1234 + w.id());
+  if (const auto* s = w.resumed_state()) {
+    std::istringstream in(*s);
+    in >> rng;
+    REQUIRE(in);
+  }
+  w.on_checkpoint([&rng] {
+    std::ostringstream out;
+    out << rng;
+    return out.str();
+  });
+  for (auto c = w.current_clock(); c < until; ++c) {
+    for (strata::row_id r = 0; r < rows; ++r) {
+      const double v = (co_await w.get(t, r)).get(0);
+      co_await w.inc(t, r, 0, static_cast<double>(static_cast<long long>(v) % 5 + static_cast<long long>(rng() % 7) + w.id()));
+      co_await w.inc(t, r, 1, 1.0);
+    }
+    co_await w.clock();
+  }
+}
+
+struct outcome {
+  std::vector<drow> rows;
+  std::optional<ckpt::resume_point> resumed;
+};
+
+/// Runs `program` on 2 nodes x 2 workers (inproc) and returns every row.
+outcome run_bsp(strata::system_config cfg, strata::clock_type until) {
+  strata::system<strata::bsp> sys(cfg);
+  auto t = sys.add_table<drow>(2);
+  sys.run([&](strata::worker& w) { return program(w, t, until); });
+  outcome out;
+  for (strata::row_id r = 0; r < rows; ++r) out.rows.push_back(sys.row(t, r));
+  if (sys.resumed()) out.resumed = *sys.resumed();
+  return out;
+}
+
+void check_same(const std::vector<drow>& a, const std::vector<drow>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t r = 0; r < a.size(); ++r)
+    for (std::size_t c = 0; c < 2; ++c) {
+      INFO("row " << r << " column " << c);
+      CHECK(a[r].get(c) == b[r].get(c));  // exact: integer-valued sums
+    }
+}
+
+void flip_byte(const fs::path& p, std::size_t at) {
+  std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+  REQUIRE(f);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.get(c);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.put(static_cast<char>(c ^ 0x20));
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint file: round trip, and refused when corrupt, of another version or of another run") {
+  scratch s("format");
+  const auto sig = ckpt::signature_digest("run A");
+  const std::string text = "worker state";
+  const auto body = std::as_bytes(std::span(text.data(), text.size()));
+  const auto p = ckpt::worker_file(s.dir, 10, 3);
+  ckpt::write_atomic(p, ckpt::seal(ckpt::kind::worker, 3, 10, sig, body));
+  CHECK(!fs::exists(p.string() + ".tmp"));
+  const auto back = ckpt::unseal(p, ckpt::kind::worker, 3, 10, sig);
+  CHECK(std::string(reinterpret_cast<const char*>(back.data()), back.size()) == text);
+
+  auto refused = [&](const ckpt::digest& want, const char* needle) {
+    try {
+      (void)ckpt::unseal(p, ckpt::kind::worker, 3, 10, want);
+      FAIL("accepted a checkpoint it must refuse");
+    } catch (const strata::error& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(p.string()) != std::string::npos);
+      CHECK(std::string(e.what()).find(needle) != std::string::npos);
+    }
+  };
+  refused(ckpt::signature_digest("run B"), "another run");
+  CHECK_THROWS_WITH_AS(ckpt::unseal(p, ckpt::kind::worker, 4, 10, sig), doctest::Contains("expected kind 2 id 4"), strata::error);
+
+  // Another format version, with a valid checksum (as a newer build would write it).
+  auto bytes = ckpt::read_all(p);
+  bytes[8] = std::byte{2};
+  bytes.resize(bytes.size() - 32);
+  const auto sum = ckpt::sha256_of(bytes);
+  for (auto b : sum) bytes.push_back(std::byte{b});
+  ckpt::write_atomic(p, bytes);
+  refused(sig, "format version 2");
+
+  // A flipped byte anywhere: the checksum.
+  ckpt::write_atomic(p, ckpt::seal(ckpt::kind::worker, 3, 10, sig, body));
+  flip_byte(p, 70);
+  refused(sig, "checksum");
+}
+
+TEST_CASE("checkpoint: a BSP run interrupted and resumed ends with exactly the uninterrupted run's tables") {
+  within(std::chrono::seconds(120), "bsp resume", [] {
+    scratch s("bsp");
+    const strata::system_config base{.nodes = 2, .workers_per_node = 2};
+    const auto whole = run_bsp(base, 20).rows;
+
+    auto with = base;
+    with.checkpoint.dir = s.dir.string();
+    with.checkpoint.every = 5;
+    with.checkpoint.run_tag = "test program";
+    (void)run_bsp(with, 13);  // "interrupted" after clock 13: checkpoints at 5 and 10
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 10});
+
+    auto resume = with;
+    resume.checkpoint.resume = s.dir.string();
+    const auto resumed = run_bsp(resume, 20);
+    REQUIRE(resumed.resumed);
+    CHECK(resumed.resumed->clock == 10);
+    CHECK(resumed.resumed->refused.empty());
+    check_same(resumed.rows, whole);
+    // The resumed run wrote on: 15 and 20 are complete now too.
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 10, 15, 20});
+  });
+}
+
+TEST_CASE("checkpoint: a corrupt newest checkpoint is refused and the previous one used; another run's is refused") {
+  within(std::chrono::seconds(120), "bsp resume after corruption", [] {
+    scratch s("corrupt");
+    const strata::system_config base{.nodes = 2, .workers_per_node = 2};
+    const auto whole = run_bsp(base, 16).rows;
+    auto with = base;
+    with.checkpoint.dir = s.dir.string();
+    with.checkpoint.every = 4;
+    with.checkpoint.run_tag = "test program";
+    (void)run_bsp(with, 9);  // checkpoints 4 and 8
+    flip_byte(ckpt::shard_file(s.dir, 8, 1), 100);
+
+    auto resume = with;
+    resume.checkpoint.dir = (s.dir / "after").string();
+    resume.checkpoint.resume = s.dir.string();
+    const auto resumed = run_bsp(resume, 16);
+    REQUIRE(resumed.resumed);
+    CHECK(resumed.resumed->clock == 4);
+    REQUIRE(resumed.resumed->refused.size() == 1);
+    CHECK(resumed.resumed->refused[0].find("shard-1.ckpt") != std::string::npos);
+    CHECK(resumed.resumed->refused[0].find("checksum") != std::string::npos);
+    check_same(resumed.rows, whole);
+
+    auto other = resume;
+    other.checkpoint.run_tag = "another program";
+    CHECK_THROWS_WITH_AS(run_bsp(other, 16), doctest::Contains("no complete checkpoint of this run"), strata::error);
+  });
+}
+
+TEST_CASE("checkpoint: under every model a checkpoint holds exactly the updates of the clocks below it") {
+  // Each worker adds 1 to every row at every clock, with random delays and a straggler, so the
+  // fast workers' later clocks reach the shards first: a checkpoint at m must hold workers * m.
+  auto one = [](auto model_tag, const char* name) {
+    using Model = typename decltype(model_tag)::type;
+    INFO(name);
+    scratch s(name);
+    strata::system_config cfg{.nodes = 2, .workers_per_node = 2, .staleness = 3, .value_bound = 4.0};
+    cfg.checkpoint.dir = s.dir.string();
+    cfg.checkpoint.every = 3;
+    strata::delayed<strata::inproc>::config dc;
+    dc.delay.latency = std::chrono::microseconds(50);
+    dc.delay.jitter = std::chrono::microseconds(600);
+    dc.delay.seed = 7;
+    strata::system<Model, strata::delayed<strata::inproc>> sys(cfg, dc);
+    auto t = sys.template add_table<drow>(1);
+    constexpr strata::clock_type clocks = 13;
+    sys.run([&](strata::worker& w) -> strata::task<> {
+      for (strata::clock_type c = 0; c < clocks; ++c) {
+        if (w.id() == 0) std::this_thread::sleep_for(std::chrono::microseconds(700));  // the straggler
+        for (strata::row_id r = 0; r < 6; ++r) {
+          (void)co_await w.get(t, r);
+          co_await w.inc(t, r, 0, 1.0);
+        }
+        co_await w.clock();
+      }
+    });
+    const auto sig = ckpt::signature_digest(sys.signature() + ";tag=");
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{3, 6, 9, 12});
+    for (strata::clock_type m : {3, 6, 9, 12})
+      for (strata::node_id n = 0; n < 2; ++n) {
+        std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+        tabs.push_back(std::make_unique<strata::server_table<drow>>(1));
+        const auto f = ckpt::shard_file(s.dir, m, n);
+        ckpt::decode_tables(ckpt::unseal(f, ckpt::kind::shard, n, m, sig), tabs, f.string());
+        auto& tab = static_cast<strata::server_table<drow>&>(*tabs[0]);
+        for (auto r : tab.row_ids()) {
+          INFO("clock " << m << " shard " << n << " row " << r);
+          CHECK(tab.row(r).get(0) == 4.0 * static_cast<double>(m));
+        }
+        CHECK(!tab.row_ids().empty());
+      }
+  };
+  within(std::chrono::seconds(120), "checkpoint content", [&] {
+    one(std::type_identity<strata::bsp>{}, "bsp");
+    one(std::type_identity<strata::ssp<3>>{}, "ssp");
+    one(std::type_identity<strata::essp<3>>{}, "essp");
+    one(std::type_identity<strata::vap<4.0>>{}, "vap");
+    one(std::type_identity<strata::async>{}, "async");
+  });
+}

@@ -134,7 +134,7 @@ class sampler {
     if (!csv.empty()) {
       file_.open(csv);
       if (!file_) throw std::runtime_error("cannot write " + csv);
-      file_ << "t_s,rss_kb,worker_clocks,bytes_sent\n" << std::flush;
+      file_ << "t_s,rss_kb,worker_clocks,bytes_sent,unix_s\n" << std::flush;
     }
     thread_ = std::thread([this, period, &clocks, bytes] {
       std::unique_lock lk(mu_);
@@ -159,7 +159,9 @@ class sampler {
   void take(long clocks, std::uint64_t bytes) {
     const sample s{std::chrono::duration<double>(steady::now() - t0_).count(), rss_kb(), clocks, bytes};
     samples_.push_back(s);
-    if (file_) file_ << std::fixed << std::setprecision(3) << s.t << ',' << s.rss_kb << ',' << s.clocks << ',' << s.bytes << '\n' << std::flush;
+    const double unix_s = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (file_)
+      file_ << std::fixed << std::setprecision(3) << s.t << ',' << s.rss_kb << ',' << s.clocks << ',' << s.bytes << ',' << unix_s << '\n' << std::flush;
   }
   std::string csv_;
   std::ofstream file_;

@@ -10,14 +10,14 @@
 #
 # Settings (environment): BIN (strata_load_node; default build/benchmarks/), OUT (default
 # benchmarks/results/reliability/load), PROCS, WORKERS, ROWS, WIDTH, CLOCKS, INCS, INC_ROWS,
-# GETS, MODELS, BASE_PORT, SEED.
+# GETS, MODELS, SAMPLE_MS (RSS sampling period), BASE_PORT, SEED.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$root/build/benchmarks/strata_load_node}"
 OUT="${OUT:-$root/benchmarks/results/reliability/load}"
 PROCS="${PROCS:-4}" WORKERS="${WORKERS:-16}" ROWS="${ROWS:-100000}" WIDTH="${WIDTH:-1000}" CLOCKS="${CLOCKS:-5000}"
 INCS="${INCS:-128}" INC_ROWS="${INC_ROWS:-16}" GETS="${GETS:-8}" MODELS="${MODELS:-bsp essp2}"
-BASE_PORT="${BASE_PORT:-52300}" SEED="${SEED:-1}"
+SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-52300}" SEED="${SEED:-1}"
 
 fail() { echo "LOAD FAILED: $*"; exit 1; }
 [ -x "$BIN" ] || fail "no strata_load_node at $BIN (cmake --build build --target strata_load_node)"
@@ -30,7 +30,7 @@ mkdir -p "$OUT"
 for m in $MODELS; do
   t0=$(date +%s)
   bash "$root/scripts/launch.sh" -n "$PROCS" --base-port "$BASE_PORT" -- "$BIN" --rows "$ROWS" --width "$WIDTH" --workers "$WORKERS" \
-    --clocks "$CLOCKS" --incs "$INCS" --inc-rows "$INC_ROWS" --gets "$GETS" --seed "$SEED" --model "$m" --label "load-$m" \
+    --clocks "$CLOCKS" --incs "$INCS" --inc-rows "$INC_ROWS" --gets "$GETS" --seed "$SEED" --sample-ms "$SAMPLE_MS" --model "$m" --label "load-$m" \
     --out "$OUT/$m" >"$OUT/$m.log" 2>&1
   rc=$?
   echo "$m: exit status $rc after $(($(date +%s) - t0))s; load: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/env.txt"

@@ -14,17 +14,18 @@
 # default benchmarks/results/reliability/soak), WORK (checkpoints; default a temporary folder,
 # removed at the end unless KEEP=1), PROCS, WORKERS, ROWS, WIDTH, DURATION (s), CLOCK_MS (pace;
 # clocks = DURATION * 1000 / CLOCK_MS), INCS, INC_ROWS, GETS, CKPT_EVERY, DELAY_US, JITTER_US,
-# OP_SLEEP_US, KILL_RANK, KILL_AT (s; default DURATION / 2), BASE_PORT, SEED.
+# OP_SLEEP_US, KILL_RANK, KILL_AT (s; default DURATION / 2), SAMPLE_MS (RSS sampling period), BASE_PORT,
+# SEED.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$root/build/benchmarks/strata_load_node}"
 OUT="${OUT:-$root/benchmarks/results/reliability/soak}"
 PROCS="${PROCS:-4}" WORKERS="${WORKERS:-16}" ROWS="${ROWS:-100000}" WIDTH="${WIDTH:-1000}"
-DURATION="${DURATION:-600}" CLOCK_MS="${CLOCK_MS:-150}"
-INCS="${INCS:-128}" INC_ROWS="${INC_ROWS:-16}" GETS="${GETS:-8}" CKPT_EVERY="${CKPT_EVERY:-1000}"
+DURATION="${DURATION:-600}" CLOCK_MS="${CLOCK_MS:-200}"
+INCS="${INCS:-128}" INC_ROWS="${INC_ROWS:-16}" GETS="${GETS:-8}" CKPT_EVERY="${CKPT_EVERY:-500}"
 DELAY_US="${DELAY_US:-1000}" JITTER_US="${JITTER_US:-4000}" OP_SLEEP_US="${OP_SLEEP_US:-1000}"
 KILL_RANK="${KILL_RANK:-$((PROCS > 2 ? 2 : PROCS - 1))}" KILL_AT="${KILL_AT:-$((DURATION / 2))}"
-BASE_PORT="${BASE_PORT:-52400}" SEED="${SEED:-1}"
+SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-52400}" SEED="${SEED:-1}"
 CLOCKS=$((DURATION * 1000 / CLOCK_MS))
 
 fail() { echo "SOAK FAILED: $*"; exit 1; }
@@ -36,7 +37,7 @@ rm -rf "$OUT" "$WORK/ckpt"
 mkdir -p "$OUT" "$WORK"
 launch="$root/scripts/launch.sh"
 plan=(--rows "$ROWS" --width "$WIDTH" --workers "$WORKERS" --clocks "$CLOCKS" --incs "$INCS" --inc-rows "$INC_ROWS"
-      --gets "$GETS" --seed "$SEED" --model bsp)
+      --gets "$GETS" --seed "$SEED" --sample-ms "$SAMPLE_MS" --model bsp)
 
 {
   echo "soak: $PROCS processes x $WORKERS workers, $ROWS x $WIDTH floats, $CLOCKS clocks paced at $CLOCK_MS ms"

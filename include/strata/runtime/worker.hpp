@@ -1,6 +1,7 @@
 #pragma once
 /// \file The worker: a coroutine's view of the parameter server (get / inc / clock), with its row
 /// cache, oplog, staleness histogram and blocking-time accounting. One per worker thread.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <coroutine>
@@ -136,6 +137,12 @@ class worker : public actor {
     const auto* b = view_clocks_.data() + std::size_t{v} * wm_.workers();
     return {b, b + wm_.workers()};
   }
+  /// How many distinct vectors of per-writer clocks (views) the worker holds for the rows it has
+  /// received: bounded by the rows it caches and its shards, not by the length of the run.
+  std::size_t views_held() const noexcept { return view_reads_.size(); }
+  /// Views are compacted (those no cached row refers to dropped) once there are this many, and
+  /// twice as many as the last compaction left.
+  static constexpr std::size_t min_views_to_compact = 256;
   /// The per-worker share of the value bound (infinity when unbounded).
   double mass_bound() const noexcept { return bound_; }
 
@@ -594,7 +601,43 @@ class worker : public actor {
     }
     touched_.clear();
   }
+  /// Drops the views that nothing refers to any more (no cached row, no shard's latest view or
+  /// push, no read of this clock), keeping the order of the rest (reads compare view numbers).
+  /// Without it a long run keeps one view per shard and clock, P clocks each: memory that grows
+  /// with the run (found by benchmarks/soak_test.sh). Runs when the views have doubled since the
+  /// last compaction, so its cost (a pass over the cached rows) is spread over as many new views.
+  void compact_views() {
+    const std::size_t n = view_reads_.size();
+    if (n < std::max<std::size_t>(min_views_to_compact, 2 * live_views_)) return;
+    const std::size_t P = wm_.workers();
+    std::vector<std::uint32_t> map(n, 0);
+    std::vector<bool> live(n, false);
+    live[0] = true;
+    auto mark = [&](std::uint32_t& v) { live[v] = true; };
+    for (auto& t : tables_) t->for_each_view(mark);
+    for (auto& v : last_view_) mark(v);
+    for (auto& v : push_view_) mark(v);
+    for (auto& v : touched_) mark(v);
+    std::uint32_t next = 0;
+    for (std::size_t v = 0; v < n; ++v) {
+      if (!live[v]) continue;
+      if (next != v) {
+        std::copy_n(view_clocks_.begin() + static_cast<std::ptrdiff_t>(v * P), P, view_clocks_.begin() + static_cast<std::ptrdiff_t>(std::size_t{next} * P));
+        view_reads_[next] = view_reads_[v];
+      }
+      map[v] = next++;
+    }
+    view_clocks_.resize(std::size_t{next} * P);  // the capacity stays: the next views reuse it
+    view_reads_.resize(next);
+    auto renumber = [&](std::uint32_t& v) { v = map[v]; };
+    for (auto& t : tables_) t->for_each_view(renumber);
+    for (auto& v : last_view_) renumber(v);
+    for (auto& v : push_view_) renumber(v);
+    for (auto& v : touched_) renumber(v);
+    live_views_ = next;
+  }
   void clear_views() {
+    live_views_ = 0;
     touched_.clear();
     view_reads_.assign(1, 0);
     view_clocks_.assign(wm_.workers(), no_clock);
@@ -611,7 +654,7 @@ class worker : public actor {
 
   void flush(bool advance_clock, bool done = false) {
     const clock_type tag = clock_;
-    if (advance_clock) settle_reads(), ++clock_;
+    if (advance_clock) settle_reads(), compact_views(), ++clock_;
     for (node_id s = 0; s < wm_.nodes; ++s) {
       wire::flush f;
       f.from = id_;
@@ -677,6 +720,7 @@ class worker : public actor {
   mutable std::vector<std::uint32_t> touched_;     // views with reads at the current clock
   std::vector<std::uint32_t> last_view_;           // per shard: its latest view
   std::vector<std::uint32_t> push_view_;           // per shard: view of its latest push (on_min_clock)
+  std::size_t live_views_ = 0;                     // views left by the last compact_views
   struct inflight_flush {
     std::uint64_t seq;
     double mass;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,6 +32,9 @@ class client_table_base {
   /// Takes a row from `shard` that holds the worker's flushes through the last ack. `view` names the
   /// per-writer clocks that came with it (the worker's numbering; 0: none).
   virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) = 0;
+  /// Calls `f` on the view number of every cached row (the worker renumbers them, see
+  /// worker::compact_views).
+  virtual void for_each_view(const std::function<void(std::uint32_t&)>& f) = 0;
 };
 
 /// A worker's cached rows, oplog and in-flight increments for a table of rows R.
@@ -111,6 +115,9 @@ class client_table final : public client_table_base {
     e.view = view;
     e.valid = true;
     if (!push) e.requested = false;
+  }
+  void for_each_view(const std::function<void(std::uint32_t&)>& f) override {
+    for (auto& [r, e] : cache_) f(e.view);
   }
   std::size_t width() const noexcept { return width_; }
   table_id id() const noexcept { return id_; }

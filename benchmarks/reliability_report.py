@@ -252,6 +252,9 @@ def main():
                             "Written by `benchmarks/reliability_report.py` from the outputs of `benchmarks/load_test.sh` and "
                             "`benchmarks/soak_test.sh` (strata_load_node). \"Flat\": over the second half of a run, the least-squares "
                             f"RSS slope times that half's length is within {FLAT_FRACTION:.0%} of its mean RSS.\n"], True
+    notes = os.path.join(a.out, "NOTES.md")  # hand-written findings, kept at the top of the report
+    if os.path.exists(notes):
+        md.append(open(notes).read().strip() + "\n")
     if os.path.isdir(a.load):
         ok = load_section(a.load, a.out, summary, md) and ok
     if os.path.isdir(a.soak):

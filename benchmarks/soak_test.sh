@@ -15,7 +15,7 @@
 # removed at the end unless KEEP=1), PROCS, WORKERS, ROWS, WIDTH, DURATION (s), CLOCK_MS (pace;
 # clocks = DURATION * 1000 / CLOCK_MS), INCS, INC_ROWS, GETS, CKPT_EVERY, DELAY_US, JITTER_US,
 # OP_SLEEP_US, KILL_RANK, KILL_AT (s; default DURATION / 2), SAMPLE_MS (RSS sampling period), BASE_PORT,
-# SEED.
+# SEED, PEER_TIMEOUT_MS (the tcp transport's peer_timeout; default the library's, 10 s).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${BIN:-$root/build/benchmarks/strata_load_node}"
@@ -25,7 +25,7 @@ DURATION="${DURATION:-600}" CLOCK_MS="${CLOCK_MS:-200}"
 INCS="${INCS:-128}" INC_ROWS="${INC_ROWS:-16}" GETS="${GETS:-8}" CKPT_EVERY="${CKPT_EVERY:-500}"
 DELAY_US="${DELAY_US:-1000}" JITTER_US="${JITTER_US:-4000}" OP_SLEEP_US="${OP_SLEEP_US:-1000}"
 KILL_RANK="${KILL_RANK:-$((PROCS > 2 ? 2 : PROCS - 1))}" KILL_AT="${KILL_AT:-$((DURATION / 2))}"
-SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-52400}" SEED="${SEED:-1}"
+SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-52400}" SEED="${SEED:-1}" PEER_TIMEOUT_MS="${PEER_TIMEOUT_MS:-}"
 CLOCKS=$((DURATION * 1000 / CLOCK_MS))
 
 fail() { echo "SOAK FAILED: $*"; exit 1; }
@@ -38,11 +38,12 @@ mkdir -p "$OUT" "$WORK"
 launch="$root/scripts/launch.sh"
 plan=(--rows "$ROWS" --width "$WIDTH" --workers "$WORKERS" --clocks "$CLOCKS" --incs "$INCS" --inc-rows "$INC_ROWS"
       --gets "$GETS" --seed "$SEED" --sample-ms "$SAMPLE_MS" --model bsp)
+[ -z "$PEER_TIMEOUT_MS" ] || plan+=(--peer-timeout-ms "$PEER_TIMEOUT_MS")
 
 {
   echo "soak: $PROCS processes x $WORKERS workers, $ROWS x $WIDTH floats, $CLOCKS clocks paced at $CLOCK_MS ms"
   echo "delays: latency $DELAY_US us + jitter [0, $JITTER_US] us per message, sleeps [0, $OP_SLEEP_US] us before reads and clocks"
-  echo "checkpoint every $CKPT_EVERY clocks; SIGKILL rank $KILL_RANK at ${KILL_AT}s"
+  echo "checkpoint every $CKPT_EVERY clocks; SIGKILL rank $KILL_RANK at ${KILL_AT}s; peer_timeout ${PEER_TIMEOUT_MS:-default} ms"
   echo "start: $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg) cpus: $(nproc) mem_total_kb: $(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 } | tee "$OUT/env.txt"
 
@@ -52,12 +53,16 @@ bash "$launch" -n "$PROCS" --base-port "$BASE_PORT" --restarts 1 --resume-dir "$
   --delay "$DELAY_US" --jitter "$JITTER_US" --op-sleep-us "$OP_SLEEP_US" --clock-ms "$CLOCK_MS" \
   --checkpoint-dir "$WORK/ckpt" --checkpoint-every "$CKPT_EVERY" --out "$OUT/soak" >"$OUT/soak.log" 2>&1 &
 job=$!
-killed=""
+killed="" pid=""
 while kill -0 "$job" 2>/dev/null; do
   now=$(date +%s)
-  if [ -z "$killed" ] && [ $((now - t0)) -ge "$KILL_AT" ] && grep -q '^complete ' "$WORK/ckpt/manifest" 2>/dev/null &&
-     [ -s "$OUT/soak/rank$KILL_RANK.pid" ]; then
-    pid=$(cat "$OUT/soak/rank$KILL_RANK.pid")
+  [ -n "$pid" ] || pid=$(cat "$OUT/soak/rank$KILL_RANK.pid" 2>/dev/null)  # the first attempt's process
+  if [ -z "$killed" ] && grep -q "^launch.sh: restart" "$OUT/soak.log"; then
+    kill -TERM "$job"
+    wait "$job"
+    fail "the job failed on its own before the kill, at $((now - t0))s: $(grep -m1 -E 'ERROR|fatal' "$OUT/soak.log")"
+  fi
+  if [ -z "$killed" ] && [ $((now - t0)) -ge "$KILL_AT" ] && grep -q '^complete ' "$WORK/ckpt/manifest" 2>/dev/null && [ -n "$pid" ]; then
     at=$(tail -n 1 "$OUT/soak/rank${KILL_RANK}_from0.rss.csv" | cut -d, -f3)
     kill -KILL "$pid" && killed="$((now - t0))"
     echo "killed rank $KILL_RANK (pid $pid) with SIGKILL at ${killed}s, its workers at $((at / WORKERS)) clocks; checkpoints then: $(grep -c '^complete ' "$WORK/ckpt/manifest")" |

@@ -5,8 +5,9 @@ rank<r>_from<c>.json / .rss.csv) and writes REPORT.md, summary.json and RSS plot
     benchmarks/reliability_report.py [--load DIR] [--soak DIR] [--out DIR]
 
 Resident memory is "flat after warm-up" when, over the second half of a run (by time), the
-least-squares slope of RSS times that half's length stays under 5% of its mean RSS (and the slope
-is reported in MB/min). Throughput is reported over the whole run and in steady state (the second
+least-squares slope of the RSS floor (the least RSS of each twentieth of the run, so that a
+checkpoint's transient buffers do not count as growth) times that half's length stays within 5%
+of the floor's mean; the slope of the raw samples is reported too (MB/min). Throughput is reported over the whole run and in steady state (the second
 half, from the samples' clock counts). Exit status 1 when a check (lost update, equality) failed.
 """
 import argparse
@@ -51,6 +52,19 @@ def rss_stats(samples):
     mean = sum(ys) / len(ys)
     span_min = (half[-1]["t_s"] - half[0]["t_s"]) / 60
     dt = half[-1]["t_s"] - half[0]["t_s"]
+    # The floor: the least RSS of each window (a twentieth of the run, at least 5 s), so that a
+    # checkpoint's transient buffers (a few samples high) do not read as growth; a leak raises it.
+    win = max(5.0, t_end / 20)
+    floors = {}
+    for s in samples:
+        k = int(s["t_s"] // win)
+        floors[k] = min(floors.get(k, s["rss_kb"]), s["rss_kb"])
+    fl = [((k + 0.5) * win, v / 1024) for k, v in sorted(floors.items()) if (k + 0.5) * win >= t_end / 2]
+    if len(fl) < 2:
+        fl = [((k + 0.5) * win, v / 1024) for k, v in sorted(floors.items())][-2:]
+    fsl = slope([t / 60 for t, _ in fl], [y for _, y in fl])
+    fmean = sum(y for _, y in fl) / len(fl)
+    fspan = (fl[-1][0] - fl[0][0]) / 60
     return {
         "samples": len(samples),
         "duration_s": round(t_end, 1),
@@ -61,7 +75,9 @@ def rss_stats(samples):
         "rss_mb_max": round(max(s["rss_kb"] for s in samples) / 1024, 1),
         "rss_slope_mb_per_min_second_half": round(sl, 3),
         "rss_drift_over_second_half_mb": round(sl * span_min, 2),
-        "flat": abs(sl * span_min) <= FLAT_FRACTION * mean,
+        "rss_floor_mb_second_half": [round(fl[0][1], 1), round(fl[-1][1], 1)],
+        "rss_floor_slope_mb_per_min_second_half": round(fsl, 3),
+        "flat": abs(fsl * fspan) <= FLAT_FRACTION * fmean,
         "steady_worker_clocks_per_s": round((half[-1]["worker_clocks"] - half[0]["worker_clocks"]) / dt, 2) if dt > 0 else None,
         "steady_bytes_per_s": round((half[-1]["bytes_sent"] - half[0]["bytes_sent"]) / dt, 1) if dt > 0 else None,
     }
@@ -118,8 +134,8 @@ def load_section(load_dir, out_dir, summary, md, key="load", title="Load", note=
     summary[key] = {}
     ok = True
     digests = {}
-    md.append("| model | rank | elapsed s | clocks/s (whole run) | worker clocks/s (steady) | incs/s | MB/s sent | RSS MB start of 2nd half → end | slope MB/min (2nd half) | flat | cells checked | lost updates |")
-    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    md.append("| model | rank | elapsed s | clocks/s (whole run) | worker clocks/s (steady) | incs/s | MB/s sent | RSS MB start of 2nd half → end | slope MB/min (2nd half) | floor slope MB/min | flat | cells checked | lost updates |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in models:
         runs = []
         series = []
@@ -133,7 +149,8 @@ def load_section(load_dir, out_dir, summary, md, key="load", title="Load", note=
             ok = ok and j["lost_updates"] == 0 and j["exact_in_float"]
             md.append(f"| {j['model']} | {j['rank']} | {j['elapsed_s']:.1f} | {j['clocks_per_s']:.1f} | {st['steady_worker_clocks_per_s']} | "
                       f"{j['incs_per_s']:.0f} | {j['bytes_per_s']/1e6:.1f} | {st['rss_mb_start_of_second_half']} → {st['rss_mb_end']} | "
-                      f"{st['rss_slope_mb_per_min_second_half']} | {'yes' if st['flat'] else 'NO'} | {j['cells_checked']} | {j['lost_updates']} |")
+                      f"{st['rss_slope_mb_per_min_second_half']} | {st['rss_floor_slope_mb_per_min_second_half']} | {'yes' if st['flat'] else 'NO'} | "
+                      f"{j['cells_checked']} | {j['lost_updates']} |")
         if not runs:
             continue
         j0 = runs[0]["json"]
@@ -147,6 +164,7 @@ def load_section(load_dir, out_dir, summary, md, key="load", title="Load", note=
             "bytes_per_s_total": round(sum(r["json"]["bytes_per_s"] for r in runs)),
             "peak_rss_mb_per_process": max(r["rss"]["rss_mb_max"] for r in runs),
             "rss_slope_mb_per_min_max": max(abs(r["rss"]["rss_slope_mb_per_min_second_half"]) for r in runs),
+            "rss_floor_slope_mb_per_min_max": max(abs(r["rss"]["rss_floor_slope_mb_per_min_second_half"]) for r in runs),
             "rss_flat": all(r["rss"]["flat"] for r in runs),
             "cells_checked": sum(r["json"]["cells_checked"] for r in runs),
             "lost_updates": sum(r["json"]["lost_updates"] for r in runs),
@@ -162,7 +180,8 @@ def load_section(load_dir, out_dir, summary, md, key="load", title="Load", note=
                   f"({t['rows']:,} rows × {t['width']}), {t['clocks']} clocks in {t['elapsed_s']:.0f} s: {t['clocks_per_s']:.1f} clocks/s over the "
                   f"whole run (warm-up included), {t['steady_clocks_per_s']} clocks/s in steady state, {t['incs_per_s_total']:,} incs/s and "
                   f"{t['bytes_per_s_total']/1e6:.1f} MB/s sent (all processes); peak RSS {t['peak_rss_mb_per_process']} MB per process, "
-                  f"largest |RSS slope| over the second half {t['rss_slope_mb_per_min_max']} MB/min ({'flat' if t['rss_flat'] else 'NOT flat'}); "
+                  f"largest |RSS slope| over the second half {t['rss_slope_mb_per_min_max']} MB/min (floor: {t['rss_floor_slope_mb_per_min_max']}; "
+                  f"{'flat' if t['rss_flat'] else 'NOT flat'}); "
                   f"{t['cells_checked']:,} cells checked, {t['lost_updates']} lost updates. Plot: `rss_{key}_{m}.svg`.")
     md.append(f"- Final shards identical across models ({', '.join(summary[key])}): **{'yes' if same else 'NO'}** "
               "(the same plan; every sum is exact in float).\n")
@@ -184,8 +203,8 @@ def soak_section(soak_dir, out_dir, summary, md):
     t0 = min((a["samples"][0]["unix_s"] for v in runs.values() for a in v.values() if a["samples"] and "unix_s" in a["samples"][0]), default=0)
     series, ranks, ok = [], [], True
     kill_t = None
-    md.append("| rank | attempt (from clock) | samples | duration s | RSS MB start of 2nd half → end | slope MB/min (2nd half) | flat | lost updates | shard SHA-256 = uninterrupted run's |")
-    md.append("|---|---|---|---|---|---|---|---|---|")
+    md.append("| rank | attempt (from clock) | samples | duration s | RSS MB start of 2nd half → end | slope MB/min (2nd half) | floor MB (2nd half) | floor slope MB/min | flat | lost updates | shard SHA-256 = uninterrupted run's |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted(runs):
         for frm in sorted(runs[r]):
             a = runs[r][frm]
@@ -203,7 +222,8 @@ def soak_section(soak_dir, out_dir, summary, md):
             if st:
                 md.append(f"| {r} | {'first (interrupted)' if frm == 0 else f'resumed ({frm})'} | {st['samples']} | {st['duration_s']} | "
                           f"{st['rss_mb_start_of_second_half']} → {st['rss_mb_end']} | {st['rss_slope_mb_per_min_second_half']} | "
-                          f"{'yes' if st['flat'] else 'NO'} | {j['lost_updates'] if j else '(killed or stopped)'} | "
+                          f"{st['rss_floor_mb_second_half'][0]} → {st['rss_floor_mb_second_half'][1]} | "
+                          f"{st['rss_floor_slope_mb_per_min_second_half']} | {'yes' if st['flat'] else 'NO'} | {j['lost_updates'] if j else '(killed or stopped)'} | "
                           f"{('yes' if same else 'NO') if j else '—'} |")
             series.append((f"rank {r} {'first' if frm == 0 else 'resumed'}",
                            [((s["unix_s"] - t0) if "unix_s" in s else s["t_s"], s["rss_kb"] / 1024) for s in a["samples"]]))
@@ -251,7 +271,8 @@ def main():
     summary, md, ok = {}, ["# Load and soak report\n",
                             "Written by `benchmarks/reliability_report.py` from the outputs of `benchmarks/load_test.sh` and "
                             "`benchmarks/soak_test.sh` (strata_load_node). \"Flat\": over the second half of a run, the least-squares "
-                            f"RSS slope times that half's length is within {FLAT_FRACTION:.0%} of its mean RSS.\n"], True
+                            "slope of the RSS floor (the least RSS of each twentieth of the run, so a checkpoint's transient "
+                            f"buffers do not count) times that half's length is within {FLAT_FRACTION:.0%} of the floor's mean.\n"], True
     notes = os.path.join(a.out, "NOTES.md")  # hand-written findings, kept at the top of the report
     if os.path.exists(notes):
         md.append(open(notes).read().strip() + "\n")

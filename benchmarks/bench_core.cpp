@@ -2,7 +2,11 @@
 //  - get + inc from the worker's cache vs a plain array loop doing the same additions;
 //  - get alone from the cache with 4 workers (each read records its min-clock staleness and, for
 //    the 3 other writers, its per-writer staleness) vs a plain array loop doing the same reads;
-//  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round.
+//  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round, with
+//    the worker handling its local shard's messages itself (the default) and through the shard's
+//    thread (system_config::local_shard_calls = false);
+//  - a cache miss (a read of the server's row, `fetch`) both ways, vs a plain mutex-guarded copy of
+//    the row.
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
 #include <strata/strata.hpp>
 
@@ -11,6 +15,7 @@
 #include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -98,8 +103,10 @@ double barrier_round(int p, int rounds) {
   return secs(t0, clk::now()) / rounds;
 }
 
-double ps_clock_round(int p, int rounds) {
-  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = static_cast<std::uint32_t>(p)});
+double ps_clock_round(int p, int rounds, bool local) {
+  strata::system_config cfg{.nodes = 1, .workers_per_node = static_cast<std::uint32_t>(p)};
+  cfg.local_shard_calls = local;
+  strata::system<strata::bsp> sys(cfg);
   auto t = sys.add_table<strata::dense_row<float>>(width);
   auto t0 = clk::now();
   sys.run([&](strata::worker& w) -> strata::task<> {
@@ -110,6 +117,41 @@ double ps_clock_round(int p, int rounds) {
     }
   });
   return secs(t0, clk::now()) / rounds;
+}
+
+double ps_miss_loop(long n, bool local) {
+  strata::system_config cfg{.nodes = 1, .workers_per_node = 1};
+  cfg.local_shard_calls = local;
+  strata::system<strata::essp<8>> sys(cfg);
+  auto t = sys.add_table<strata::dense_row<float>>(width);
+  double per = 0;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    volatile float sink = 0;
+    auto t0 = clk::now();
+    for (long i = 0; i < n; ++i) {
+      const auto row = co_await w.fetch(t, static_cast<strata::row_id>(i % rows));
+      sink = sink + row.get(0);
+    }
+    per = secs(t0, clk::now()) / static_cast<double>(n);
+    co_await w.clock();
+  });
+  return per;
+}
+
+double mutex_copy_loop(long n) {
+  std::mutex m;
+  std::vector<std::vector<float>> a(rows, std::vector<float>(width, 1.f));
+  volatile float sink = 0;
+  auto t0 = clk::now();
+  for (long i = 0; i < n; ++i) {
+    std::vector<float> copy;
+    {
+      std::lock_guard lk(m);
+      copy = a[static_cast<std::size_t>(i % rows)];
+    }
+    sink = sink + copy[0];
+  }
+  return secs(t0, clk::now()) / static_cast<double>(n);
 }
 }  // namespace
 
@@ -123,11 +165,19 @@ int main() {
   const double rps = best_of(5, [&] { return ps_read_loop(n); });
   std::printf("get from cache, 4 workers: %.2f ns/op, plain array read loop %.2f ns/op, ratio %.1fx slower\n", rps * 1e9,
               rbase * 1e9, rps / rbase);
-  std::printf("%-8s %14s %14s %8s\n", "workers", "bsp clock (us)", "barrier (us)", "ratio");
+  const long misses = 200'000;
+  const double mbase = best_of(5, [&] { return mutex_copy_loop(misses); });
+  const double mloc = best_of(5, [&] { return ps_miss_loop(misses, true); });
+  const double mq = best_of(5, [&] { return ps_miss_loop(misses, false); });
+  std::printf("cache miss (fetch): %.2f us local call, %.2f us via shard thread, mutex-guarded copy %.3f us; "
+              "ratios %.1fx / %.1fx\n", mloc * 1e6, mq * 1e6, mbase * 1e6, mloc / mbase, mq / mbase);
+  std::printf("%-8s %14s %14s %14s %8s %8s\n", "workers", "bsp clock (us)", "via shard (us)", "barrier (us)", "ratio",
+              "ratio2");
   for (int p : {1, 2, 4, 8}) {
     const int rounds = 2000;
     const double b = best_of(3, [&] { return barrier_round(p, rounds); });
-    const double c = best_of(3, [&] { return ps_clock_round(p, rounds); });
-    std::printf("%-8d %14.1f %14.2f %8.1f\n", p, c * 1e6, b * 1e6, c / b);
+    const double c = best_of(3, [&] { return ps_clock_round(p, rounds, true); });
+    const double q = best_of(3, [&] { return ps_clock_round(p, rounds, false); });
+    std::printf("%-8d %14.1f %14.1f %14.2f %8.1f %8.1f\n", p, c * 1e6, q * 1e6, b * 1e6, c / b, q / b);
   }
 }

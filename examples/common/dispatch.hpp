@@ -40,6 +40,7 @@ struct system_options {
   double straggler_factor = 4;       ///< delay multiplier for the straggler's messages
   std::uint64_t seed = 1;
   strata::checkpoint_config checkpoint;   ///< --checkpoint-dir, --checkpoint-every, --resume (trainer_cli::add_checkpoint_flags)
+  bool local_shard_calls = true;          ///< off with --shard-thread (system_config::local_shard_calls)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
 
@@ -60,7 +61,8 @@ struct system_options {
   std::string transport_label() const { return is_tcp() && delays() ? "delayed-tcp" : transport; }
 
   strata::system_config system_config() const {
-    return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint};
+    return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
+            .local_shard_calls = local_shard_calls};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }
@@ -105,6 +107,9 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
   app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
   app.add_option("--seed", so.seed, "random seed")->capture_default_str();
+  app.add_flag("--shard-thread", [&so](std::int64_t) { so.local_shard_calls = false; },
+               "hand every message to a shard to the shard's own thread (default: a worker handles its "
+               "message to a shard of its own process itself, under the shard's lock)");
 }
 
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {

@@ -33,10 +33,11 @@ using strata_test::violations;
 template <class Model, class Transport = strata::inproc>
 strata::worker_stats run_plan(const plan& pl, violations& bad, typename Transport::config tc = {},
                               std::uint32_t nodes = 2, std::chrono::microseconds compute = {},
-                              std::barrier<>* lockstep = nullptr) {
-  strata::system<Model, Transport> sys({.nodes = nodes, .workers_per_node = static_cast<std::uint32_t>(pl.P) / nodes,
-                                        .staleness = 2, .value_bound = 4.0},
-                                       std::move(tc));
+                              std::barrier<>* lockstep = nullptr, bool local_shard_calls = true) {
+  strata::system_config cfg{.nodes = nodes, .workers_per_node = static_cast<std::uint32_t>(pl.P) / nodes,
+                            .staleness = 2, .value_bound = 4.0};
+  cfg.local_shard_calls = local_shard_calls;
+  strata::system<Model, Transport> sys(cfg, std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(pl.P));
   const auto mp = sys.model();
   // Per worker: the per-writer staleness each read should record, computed here from the row's
@@ -114,10 +115,10 @@ template <class Model>
 void check_model() {
   for (std::uint64_t seed : {1u, 2u}) {
     plan pl(4, 25, 6, seed);
-    {
+    for (const bool local : {true, false}) {  // shards' code on the workers' threads, or on their own
       violations bad;
-      run_plan<Model>(pl, bad);
-      INFO(bad.first);
+      run_plan<Model>(pl, bad, {}, 2, {}, nullptr, local);
+      INFO("local_shard_calls " << local << ": " << bad.first);
       CHECK(bad.count == 0);
     }
     {

@@ -147,7 +147,7 @@ class basic_system {
     const node_id n = owner_of(h.id, r, wm_.nodes);
     for (auto& s : servers_)
       if (s->node == n)
-        return on_thread(s->ctx, [&] { return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r); });
+        return on_shard_thread(*s, [&] { return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r); });
     if (stopped_) throw error(errc::shutdown, "row " + std::to_string(r) + " is held by another process and the run failed");
     auto* ws = workers_.front().get();
     std::promise<R> p;
@@ -199,9 +199,38 @@ class basic_system {
   struct server_slot {
     node_id node;
     asio::io_context ctx;
+    std::mutex mu;  // held by whichever thread runs the shard's code: its own, or a sender's (local_shard_calls)
     std::unique_ptr<server_shard> shard;
     std::thread thread;
   };
+  /// True on a worker's or the coordinator's thread while it holds no shard's lock: there, a
+  /// message to a local shard may be handled at once (a shard's own sends are always queued, so a
+  /// thread never holds two shards' locks).
+  static bool& may_call_shard() {
+    thread_local bool on = false;
+    return on;
+  }
+  /// Handles one message on shard `s`, on whatever thread calls it.
+  void on_shard(server_slot& s, endpoint src, wire::message&& m) {
+    const bool start_msg = std::holds_alternative<wire::run_start>(m);
+    bool finished = false;
+    {
+      std::lock_guard lk(s.mu);
+      const bool outer = std::exchange(may_call_shard(), false);
+      guarded([&] { s.shard->on_message(src, std::move(m)); });
+      finished = s.shard->min_clock() == server_shard::finished;
+      may_call_shard() = outer;
+    }
+    if (start_msg || finished) progress();
+  }
+  /// Runs `f` on shard `s`'s thread under its lock.
+  template <class F>
+  auto on_shard_thread(server_slot& s, F&& f) {
+    return on_thread(s.ctx, [&] {
+      std::lock_guard lk(s.mu);
+      return f();
+    });
+  }
   /// A party that runs a program on a thread of its own (a worker, the coordinator).
   template <class P>
   struct party_slot {
@@ -265,7 +294,7 @@ class basic_system {
     const bool clear = std::exchange(clear_tables_, false);
     if (std::exchange(model_changed_, false))
       for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->p->set_model(mp_); return 0; });
-    for (auto& s : servers_) on_thread(s->ctx, [&] { s->shard->reset(clear); return 0; });
+    for (auto& s : servers_) on_shard_thread(*s, [&] { s->shard->reset(clear); return 0; });
     for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
     if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
     for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
@@ -275,7 +304,7 @@ class basic_system {
       const auto seen = progress_;
       lk.unlock();
       bool all = true;
-      for (auto& s : servers_) all = all && on_thread(s->ctx, [&] { return s->shard->started_run() >= runs_ - 1; });
+      for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return s->shard->started_run() >= runs_ - 1; });
       lk.lock();
       if (all || error_) break;
       cv_.wait(lk, [&] { return progress_ != seen || error_; });
@@ -301,11 +330,8 @@ class basic_system {
       for (auto& f : server_factories_) tabs.push_back(f());
       s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
       transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
-        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
-          const bool start_msg = std::holds_alternative<wire::run_start>(m);
-          guarded([&] { s->shard->on_message(src, std::move(m)); });
-          if (start_msg || s->shard->min_clock() == server_shard::finished) progress();
-        });
+        if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m));
+        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable { on_shard(*s, src, std::move(m)); });
       });
       servers_.push_back(std::move(s));
       for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
@@ -329,8 +355,8 @@ class basic_system {
     });
     transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
-    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c); });
-    if (coord_) coord_->thread = std::thread([c = &coord_->ctx] { run_ctx(*c); });
+    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx] { run_ctx(*c, true); });
+    if (coord_) coord_->thread = std::thread([c = &coord_->ctx] { run_ctx(*c, true); });
   }
 
   ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
@@ -388,7 +414,8 @@ class basic_system {
     }
   }
 
-  static void run_ctx(asio::io_context& c) {
+  static void run_ctx(asio::io_context& c, bool party = false) {
+    may_call_shard() = party;
     auto guard = asio::make_work_guard(c);
     c.run();
   }
@@ -438,7 +465,12 @@ class basic_system {
     for (auto& ws : workers_)
       asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->done()); });
     for (auto& s : servers_)
-      asio::post(s->ctx, [&, s = s.get()] { note(s->shard->runs_finished() >= runs_); });
+      asio::post(s->ctx, [&, s = s.get()] {
+        std::unique_lock lk(s->mu);
+        const bool good = s->shard->runs_finished() >= runs_;
+        lk.unlock();
+        note(good);
+      });
     if (coord_) asio::post(coord_->ctx, [&, c = coord_.get()] { note(c->done()); });
     std::unique_lock l(m);
     cv.wait(l, [&] { return pending == 0; });

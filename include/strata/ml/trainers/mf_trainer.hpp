@@ -361,6 +361,20 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       for (std::uint32_t b : iblocks)
         if (!train_block[b]) co_await load_h(b);
     };
+    // The model for evaluation (a snapshot, or the final RMSE): every W block of this worker and
+    // every H block of its items, as the server holds them now.
+    auto read_model = [&]() -> task<> {
+      if (o.prefetch) {
+        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+        for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
+      }
+      for (std::uint32_t b : ublocks) {
+        const auto& row = co_await w.get(Wt, b);
+        const auto s = row.span();
+        for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
+      }
+      for (std::uint32_t b : iblocks) co_await load_h(b);
+    };
 
     // Iteration 0: the initial model (no reads needed: it is the hashed or the start model).
     if (seg_first == 1) {
@@ -444,16 +458,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       if (snapshot) {  // the true model: every worker's increments through this iteration, nothing later
         const auto t0 = std::chrono::steady_clock::now();
         auto mark = co_await snapshot_begin(w);
-        if (o.prefetch) {
-          for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
-          for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
-        }
-        for (std::uint32_t b : ublocks) {
-          const auto& row = co_await w.get(Wt, b);
-          const auto s = row.span();
-          for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
-        }
-        for (std::uint32_t b : iblocks) co_await load_h(b);
+        co_await read_model();
         rec.add_values(p, j, train_objective(), test_sq(), static_cast<double>(my_test.size()));
         co_await snapshot_end(w, mark);
         rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -467,16 +472,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     }
     // Final RMSE: once every update is in, re-read the rows of this worker's test ratings.
     co_await red.settle(w);
-    if (o.prefetch) {
-      for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
-      for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
-    }
-    for (std::uint32_t b : ublocks) {
-      const auto& row = co_await w.get(Wt, b);
-      const auto s = row.span();
-      for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
-    }
-    for (std::uint32_t b : iblocks) co_await load_h(b);
+    co_await read_model();
     const double fin[3] = {test_sq(), static_cast<double>(my_test.size()), static_cast<double>(my_updates)};
     if (o.keep_model && p == 0) co_await gather_model(w);
     co_await red.publish(w, rec, fin);

@@ -33,21 +33,34 @@ inline std::chrono::milliseconds heartbeat_interval(std::chrono::milliseconds pe
 }
 
 /// Every hb_interval: fails the run when an established peer has sent nothing for peer_timeout.
+/// Silence is counted only while this process ran: when the watchdog itself wakes late (the
+/// process was descheduled on a loaded machine, stalled on I/O, or stopped), the time lost is not
+/// the peers' silence; and a peer whose bytes wait unread in the socket is not silent either (the
+/// reader has not had its turn yet).
 inline asio::awaitable<void> watchdog(tcp_state& s) {
   asio::steady_timer t(s.io);
+  auto last_look = tcp_state::clock::now();
   for (;;) {
     t.expires_after(s.hb_interval);
     std::error_code ec;
     co_await t.async_wait(redirect(ec));
     if (s.stopping || s.failed_now()) co_return;
     const auto now = tcp_state::clock::now();
+    const auto late = now - last_look - s.hb_interval;
+    last_look = now;
     for (auto& p : s.peers) {
       if (!p->c) continue;
       {
         std::lock_guard lk(s.mu);
         if (p->read_done) continue;
       }
+      if (late > s.hb_interval) p->last_rx += late;
       if (now - p->last_rx > s.cfg.peer_timeout) {
+        std::error_code aec;
+        if (p->c->sock.available(aec) > 0 && !aec) {
+          p->last_rx = now;
+          continue;
+        }
         close_conn(*p);
         s.fail(make_error_code(errc::peer_lost), "lost " + s.who(p->rank) + ": nothing received for " +
                                                      std::to_string(s.cfg.peer_timeout.count()) +

@@ -39,6 +39,7 @@ struct system_options {
   int straggler = -1;                ///< worker id whose messages are slowed (-1: none)
   double straggler_factor = 4;       ///< delay multiplier for the straggler's messages
   std::uint64_t seed = 1;
+  std::size_t cache_rows = 0;        ///< --cache-rows: rows each worker caches per table (0: unbounded)
   strata::checkpoint_config checkpoint;   ///< --checkpoint-dir, --checkpoint-every, --resume (trainer_cli::add_checkpoint_flags)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
@@ -60,7 +61,8 @@ struct system_options {
   std::string transport_label() const { return is_tcp() && delays() ? "delayed-tcp" : transport; }
 
   strata::system_config system_config() const {
-    return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint};
+    return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
+            .cache_rows = cache_rows};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }

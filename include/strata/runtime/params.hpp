@@ -33,6 +33,9 @@ struct system_config {
   double value_bound = 1.0;            ///< used by vap<V> with V < 0
   std::size_t max_message = 16u << 20; ///< largest app message or collective contribution, in bytes
   checkpoint_config checkpoint{};      ///< checkpoints and resume (first run of a system only)
+  /// Rows each worker caches per table (0: unbounded). Rows with un-flushed increments, requested,
+  /// or read since the worker last suspended are never evicted, so a cache may briefly hold more.
+  std::size_t cache_rows = 0;
 };
 
 /// The consistency policy's answers, with run-time bounds filled in: what the runtime asks at run

@@ -10,8 +10,8 @@
 /// rows <= max(capacity, pinned rows). Evicting loses nothing: increments live in the oplog and
 /// in-flight logs, which every row received from a shard is rebuilt from. A bounded cache takes
 /// in only the rows it asked for: a reply or push for a row it does not hold is dropped.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>

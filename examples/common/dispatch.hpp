@@ -39,6 +39,7 @@ struct system_options {
   int straggler = -1;                ///< worker id whose messages are slowed (-1: none)
   double straggler_factor = 4;       ///< delay multiplier for the straggler's messages
   std::uint64_t seed = 1;
+  std::size_t cache_rows = 0;        ///< --cache-rows: rows each worker caches per table (0: unbounded)
   strata::checkpoint_config checkpoint;   ///< --checkpoint-dir, --checkpoint-every, --resume (trainer_cli::add_checkpoint_flags)
   bool local_shard_calls = true;          ///< off with --shard-thread (system_config::local_shard_calls)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
@@ -62,7 +63,7 @@ struct system_options {
 
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
-            .local_shard_calls = local_shard_calls};
+            .cache_rows = cache_rows, .local_shard_calls = local_shard_calls};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }

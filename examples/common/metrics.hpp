@@ -127,6 +127,11 @@ class summary {
     add("writer_staleness_min", std::to_string(ws.empty() ? 0 : ws.begin()->first));
     add("writer_staleness_max", std::to_string(ws.empty() ? 0 : ws.rbegin()->first));
     add("wait_s", fmt("%.2f", wait));
+    if (so_.cache_rows > 0) {  // this process's workers (all of them inproc)
+      add("cache_rows", std::to_string(so_.cache_rows));
+      add("cache_peak_rows", std::to_string(r.stats.cache_peak_rows));
+      add("evictions", std::to_string(r.stats.evictions));
+    }
     return add("bytes_sent", std::to_string(r.bytes_sent));
   }
   /// Prints the line on stdout.

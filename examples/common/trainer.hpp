@@ -1,6 +1,7 @@
 #pragma once
 /// \file The command line every example trainer shares: the system flags (dispatch.hpp), the run
-/// flags (--iterations --data --metrics --save --load --quiet --bench-baseline --no-prefetch),
+/// flags (--iterations --data --metrics --save --load --quiet --bench-baseline --no-prefetch
+/// --cache-rows),
 /// building the system the flags chose, and main's error handling. A trainer's main adds its
 /// model's flags between `add_flags` and `finish_flags`:
 ///
@@ -63,6 +64,10 @@ struct trainer_cli {
     app.add_option("--save", save, "write the trained model to FILE (text; README describes the format)");
     app.add_option("--load", load, "read a model saved with --save from FILE");
     app.add_flag("--no-prefetch", [&run](std::int64_t) { run.prefetch = false; }, "request rows one at a time");
+    app.add_option("--cache-rows", so.cache_rows,
+                   "rows each worker caches per table, evicted CLOCK-wise (rows with pending increments or requests "
+                   "stay, so a cache may briefly hold more); 0: unbounded")
+        ->capture_default_str();
     app.add_option("--eval-every", run.eval_every,
                    "K > 0: objective and metric of the true model (a consistent snapshot of the tables) after every K-th "
                    "iteration and the last, null in between; 0: each worker's own view, every iteration")

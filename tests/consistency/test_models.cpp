@@ -7,6 +7,7 @@
 
 #include "../support/ps_plan.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <barrier>
@@ -33,9 +34,9 @@ using strata_test::violations;
 template <class Model, class Transport = strata::inproc>
 strata::worker_stats run_plan(const plan& pl, violations& bad, typename Transport::config tc = {},
                               std::uint32_t nodes = 2, std::chrono::microseconds compute = {},
-                              std::barrier<>* lockstep = nullptr, bool local_shard_calls = true) {
+                              std::barrier<>* lockstep = nullptr, std::size_t cache = 0, bool local_shard_calls = true) {
   strata::system_config cfg{.nodes = nodes, .workers_per_node = static_cast<std::uint32_t>(pl.P) / nodes,
-                            .staleness = 2, .value_bound = 4.0};
+                            .staleness = 2, .value_bound = 4.0, .cache_rows = cache};
   cfg.local_shard_calls = local_shard_calls;
   strata::system<Model, Transport> sys(cfg, std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(pl.P));
@@ -54,6 +55,11 @@ strata::worker_stats run_plan(const plan& pl, violations& bad, typename Transpor
         co_await w.yield();
       }
       for (int r : pl.reads[self][c]) {
+        if (cache > 0 && !w.is_cached(t, static_cast<strata::row_id>(r))) {
+          // A bounded cache admits the row here; right after, rows <= max(capacity, pinned rows).
+          w.prefetch(t, static_cast<strata::row_id>(r));
+          if (w.cached_rows(t) > std::max(cache, w.pinned_rows(t))) bad.add("cache above max(capacity, pinned rows)");
+        }
         const counts& row = co_await w.get(t, static_cast<strata::row_id>(r));
         for (int k = 0; k < pl.P; ++k) v[k] = row.get(static_cast<strata::col_id>(k));
         check_read(pl, mp, self, r, c, 0, v, bad);
@@ -117,7 +123,7 @@ void check_model() {
     plan pl(4, 25, 6, seed);
     for (const bool local : {true, false}) {  // shards' code on the workers' threads, or on their own
       violations bad;
-      run_plan<Model>(pl, bad, {}, 2, {}, nullptr, local);
+      run_plan<Model>(pl, bad, {}, 2, {}, nullptr, 0, local);
       INFO("local_shard_calls " << local << ": " << bad.first);
       CHECK(bad.count == 0);
     }
@@ -131,7 +137,29 @@ void check_model() {
   }
 }
 
+/// The same invariants with a cache of 3 rows per worker (the plan's table has 40), under random
+/// delays: re-reads of evicted rows are misses that must still meet the reader's bound.
+template <class Model>
+void check_model_small_cache() {
+  for (std::uint64_t seed : {1u, 2u}) {
+    plan pl(4, 25, 40, seed);
+    violations bad;
+    auto st = run_plan<Model, strata::delayed<strata::inproc>>(pl, bad, delays(seed), 2, {}, nullptr, 3);
+    INFO(bad.first);
+    CHECK(bad.count == 0);
+    CHECK(st.evictions > 0);
+    CHECK(st.reads > 0);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("bsp with a cache of 3 rows: exact snapshots, nothing lost") { check_model_small_cache<strata::bsp>(); }
+TEST_CASE("ssp<2> with a cache of 3 rows: reads within staleness 2, nothing lost") { check_model_small_cache<strata::ssp<2>>(); }
+TEST_CASE("essp<2> with a cache of 3 rows: reads within staleness 2, pushes of evicted rows dropped, nothing lost") {
+  check_model_small_cache<strata::essp<2>>();
+}
+TEST_CASE("vap<8.0> with a cache of 3 rows: value bound holds, nothing lost") { check_model_small_cache<strata::vap<8.0>>(); }
 
 TEST_CASE("bsp: every read is exactly the previous clock's state, nothing lost") { check_model<strata::bsp>(); }
 TEST_CASE("ssp<2>: reads within staleness 2, nothing lost") { check_model<strata::ssp<2>>(); }

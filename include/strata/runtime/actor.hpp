@@ -103,7 +103,10 @@ class actor {
   struct [[nodiscard]] yield_awaiter {
     actor& a;
     bool await_ready() const noexcept { return !a.reschedule_; }
-    void await_suspend(std::coroutine_handle<> h) const { a.reschedule_(h); }
+    void await_suspend(std::coroutine_handle<> h) const {
+      ++a.turn_;
+      a.reschedule_(h);
+    }
     void await_resume() const noexcept {}
   };
   /// Lets this party's thread take in messages that arrived meanwhile, then resumes.
@@ -120,8 +123,12 @@ class actor {
   }
   /// Parks coroutine `h` until `ready()` holds; checked at every `wake`.
   void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
+    ++turn_;
     waiters_.push_back({h, std::move(ready), clock_now()});
   }
+  /// Counts the times a coroutine of this party gave its thread back (suspended or yielded): what
+  /// happens between two counts is one turn, which no other coroutine interleaves with.
+  const std::uint64_t* turn_counter() const noexcept { return &turn_; }
   /// Resumes every parked coroutine whose condition now holds, then calls `after_wake`.
   void wake() {
     for (bool again = true; again;) {
@@ -179,6 +186,7 @@ class actor {
   std::vector<waiter> waiters_;
   std::unordered_map<std::uint64_t, std::deque<std::pair<endpoint, std::vector<std::byte>>>> inbox_;
   double wait_s_ = 0;
+  std::uint64_t turn_ = 1;
 };
 
 }  // namespace strata

@@ -33,6 +33,9 @@ struct system_config {
   double value_bound = 1.0;            ///< used by vap<V> with V < 0
   std::size_t max_message = 16u << 20; ///< largest app message or collective contribution, in bytes
   checkpoint_config checkpoint{};      ///< checkpoints and resume (first run of a system only)
+  /// Rows each worker caches per table (0: unbounded). Rows with un-flushed increments, requested,
+  /// or read since the worker last suspended are never evicted, so a cache may briefly hold more.
+  std::size_t cache_rows = 0;
   /// A message from a worker (or the coordinator) to a shard of its own process is handled at once
   /// on the sender's thread, under the shard's lock, instead of being handed to the shard's thread:
   /// a cache miss whose row is ready costs no thread switch, and a BSP clock round wakes each

@@ -338,6 +338,7 @@ class basic_system {
         const worker_id id = n * wm_.per_node + i;
         auto ws = std::make_unique<worker_slot>();
         ws->p = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
+        ws->p->set_cache_rows(cfg_.cache_rows);
         for (auto& f : worker_setup_) f(*ws->p);
         bind_party(*ws, wm_.of(id));
         workers_.push_back(std::move(ws));

@@ -41,6 +41,11 @@ struct worker_stats {
   std::uint64_t waited_reads = 0; ///< get() calls that suspended
   std::uint64_t flushes = 0;      ///< flush messages sent
   double max_unacked_mass = 0;    ///< largest un-propagated update mass seen after an inc
+  /// Rows evicted from the worker's bounded cache (system_config::cache_rows), every table; not
+  /// paused by pause_stats.
+  std::uint64_t evictions = 0;
+  /// The most rows one table's cache held at once (bounded or not); not paused by pause_stats.
+  std::uint64_t cache_peak_rows = 0;
   void merge(const worker_stats& o) {
     min_clock_staleness.merge(o.min_clock_staleness);
     writer_staleness.merge(o.writer_staleness);
@@ -49,6 +54,8 @@ struct worker_stats {
     waited_reads += o.waited_reads;
     flushes += o.flushes;
     max_unacked_mass = std::max(max_unacked_mass, o.max_unacked_mass);
+    evictions += o.evictions;
+    cache_peak_rows = std::max(cache_peak_rows, o.cache_peak_rows);
   }
 };
 
@@ -87,6 +94,12 @@ class worker : public actor {
   const worker_stats& stats() const {
     settle_reads();
     stats_.wait_s = wait_seconds() - unrecorded_wait_;
+    stats_.evictions = 0;
+    stats_.cache_peak_rows = 0;
+    for (const auto& t : tables_) {
+      stats_.evictions += t->evictions();
+      stats_.cache_peak_rows = std::max<std::uint64_t>(stats_.cache_peak_rows, t->peak_rows());
+    }
     return stats_;
   }
   /// The statistics at `pause_stats()`, for `resume_stats`.
@@ -146,6 +159,25 @@ class worker : public actor {
   /// The per-worker share of the value bound (infinity when unbounded).
   double mass_bound() const noexcept { return bound_; }
 
+  /// The most rows each table's cache keeps (system_config::cache_rows; 0: unbounded).
+  std::size_t cache_capacity() const noexcept { return cache_rows_; }
+  /// How many rows of table `h` this worker caches now.
+  template <row_type R>
+  std::size_t cached_rows(table_handle<R> h) {
+    return table<R>(h).cached_rows();
+  }
+  /// How many of them may not be evicted now: with un-flushed increments, requested, waited on, or
+  /// read in the current turn (O(rows); for tests and diagnostics).
+  template <row_type R>
+  std::size_t pinned_rows(table_handle<R> h) {
+    return table<R>(h).pinned_rows();
+  }
+  /// Whether row `r` of table `h` is in this worker's cache (valid or on its way).
+  template <row_type R>
+  bool is_cached(table_handle<R> h, row_id r) {
+    return table<R>(h).find(r) != nullptr;
+  }
+
   // ---- get ---------------------------------------------------------------------------------
 
   template <row_type R>
@@ -164,6 +196,8 @@ class worker : public actor {
     }
     void await_suspend(std::coroutine_handle<> h) {
       if (counted_) w_.stats_.waited_reads++;
+      ++e_->waiters;  // a bounded cache keeps the row while this read waits for it
+      suspended_ = true;
       // The clock needed is taken again at every check: when another coroutine of this worker
       // clocks while this read waits, the read waits for what the new clock needs (the guarantee
       // is for the clock at which the read returns). A request for an older need is answered
@@ -174,6 +208,8 @@ class worker : public actor {
       });
     }
     const R& await_resume() {
+      if (suspended_) t_.release(*e_);
+      t_.hold(*e_);  // the reference returned stays valid for the rest of the turn
       if (counted_) {
         clock_type t = e_->reflects;
         std::uint32_t v = e_->view;
@@ -218,12 +254,16 @@ class worker : public actor {
     client_table<R>& t_;
     row_id r_;
     bool counted_;
+    bool suspended_ = false;
     clock_type need_ = 0;
     typename client_table<R>::entry* e_ = nullptr;
   };
 
   /// Reads a row: at once from the cache when it is fresh enough for the consistency model,
-  /// otherwise suspends until the server's reply or push arrives.
+  /// otherwise suspends until the server's reply or push arrives. With a bounded cache
+  /// (system_config::cache_rows) a row read stays cached, and the reference valid, until the
+  /// worker's coroutines next suspend or yield; a later read of an evicted row asks its shard
+  /// again, with the reader's clock's requirement.
   template <row_type R>
   get_awaiter<R> get(table_handle<R> h, row_id r) {
     return {*this, table<R>(h), r};
@@ -435,7 +475,14 @@ class worker : public actor {
   template <row_type R>
   void add_table(table_id id, std::size_t width) {
     if (tables_.size() != id) throw error(errc::bad_input, "tables must be added in id order");
-    tables_.push_back(std::make_unique<client_table<R>>(id, width, wm_.nodes));
+    auto t = std::make_unique<client_table<R>>(id, width, wm_.nodes);
+    t->bound(cache_rows_, turn_counter());
+    tables_.push_back(std::move(t));
+  }
+  /// Bounds every table's cache of this worker to `rows` rows (0: unbounded); before the first run.
+  void set_cache_rows(std::size_t rows) {
+    cache_rows_ = rows;
+    for (auto& t : tables_) t->bound(rows, turn_counter());
   }
 
   /// Handles a message delivered to this worker, then resumes coroutines whose wait is over.
@@ -710,6 +757,7 @@ class worker : public actor {
   double bound_;
   bool value_bounded_ = false;
   std::vector<std::unique_ptr<client_table_base>> tables_;
+  std::size_t cache_rows_ = 0;                    // per table; 0: unbounded
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
   // Per-writer clocks of the rows received, numbered in arrival order ("views"; 0 = none): view v's

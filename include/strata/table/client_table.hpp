@@ -1,6 +1,16 @@
 #pragma once
 /// \file Worker-side state of one table: row cache, oplog (aggregated pending increments) and the
 /// flushed-but-unacknowledged increments that keep reads seeing the worker's own writes.
+///
+/// The cache may be bounded (`bound`): a CLOCK (second chance) sweep evicts rows to keep at most
+/// `capacity` rows, but never a pinned row: one with an oplog entry (un-flushed increments), one a
+/// request is on its way for (a pending get or prefetch), one a suspended read waits on, or one a
+/// read returned during the worker's current turn (since its coroutines last suspended). When
+/// every cached row is pinned a new row is admitted anyway, so after each admission
+/// rows <= max(capacity, pinned rows). Evicting loses nothing: increments live in the oplog and
+/// in-flight logs, which every row received from a shard is rebuilt from. A bounded cache takes
+/// in only the rows it asked for: a reply or push for a row it does not hold is dropped.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -35,6 +45,12 @@ class client_table_base {
   /// Calls `f` on the view number of every cached row (the worker renumbers them, see
   /// worker::compact_views).
   virtual void for_each_view(const std::function<void(std::uint32_t&)>& f) = 0;
+  /// Bounds the cache to `capacity` rows (0: unbounded); rows read while `*turn` is unchanged are pinned.
+  virtual void bound(std::size_t capacity, const std::uint64_t* turn) = 0;
+  /// Rows evicted since the last reset.
+  virtual std::uint64_t evictions() const noexcept = 0;
+  /// The most rows cached at once since the last reset.
+  virtual std::size_t peak_rows() const noexcept = 0;
 };
 
 /// A worker's cached rows, oplog and in-flight increments for a table of rows R.
@@ -47,6 +63,9 @@ class client_table final : public client_table_base {
     std::uint32_t view = 0;         ///< the worker's record of the per-writer clocks `data` holds (0: none)
     bool valid = false;             ///< holds server data
     bool requested = false;         ///< a request is on its way
+    bool used = false;              ///< CLOCK reference bit (bounded cache): read since the hand passed
+    std::uint32_t waiters = 0;      ///< suspended reads of this row (pinned while > 0)
+    std::uint64_t held = 0;         ///< the worker's turn in which a read last returned this row
     R* pending = nullptr;           ///< this row's oplog entry, valid while pending_epoch is current
     std::uint64_t pending_epoch = 0;
   };
@@ -54,11 +73,49 @@ class client_table final : public client_table_base {
   client_table(table_id id, std::size_t width, std::uint32_t nodes)
       : id_(id), width_(width), nodes_(nodes), oplog_(nodes), inflight_(nodes) {}
 
+  /// Bounds the cache to `capacity` rows (0: unbounded); `turn` is the worker's turn counter
+  /// (rows read in the current turn are pinned). Call before the table is used.
+  void bound(std::size_t capacity, const std::uint64_t* turn) override {
+    capacity_ = capacity;
+    turn_ = turn;
+  }
+  std::size_t capacity() const noexcept { return capacity_; }
+
   entry* find(row_id r) noexcept {
     auto it = cache_.find(r);
     return it == cache_.end() ? nullptr : &it->second;
   }
-  entry& slot(row_id r) { return cache_[r]; }
+  /// The cached entry of row r, made (after evicting, in a bounded cache) when it is not cached.
+  entry& slot(row_id r) {
+    auto [it, fresh] = cache_.try_emplace(r);
+    if (capacity_ > 0) {
+      if (fresh) admit(r, it->second);
+      it->second.used = true;
+    }
+    return it->second;
+  }
+  /// A read returned row r's entry `e` in the worker's current turn: pinned until the turn ends.
+  void hold(entry& e) noexcept {
+    if (turn_) e.held = *turn_;
+  }
+  /// A suspended read of `e` ended: it may be evictable again.
+  void release(entry& e) noexcept {
+    --e.waiters;
+    ++unpins_;
+  }
+  std::size_t cached_rows() const noexcept { return cache_.size(); }
+  /// The most rows cached at once since the last reset.
+  std::size_t peak_rows() const noexcept override { return std::max(peak_, cache_.size()); }
+  /// Rows evicted since the last reset.
+  std::uint64_t evictions() const noexcept override { return evictions_; }
+  /// Replies and pushes dropped since the last reset because their row was not cached (bounded cache).
+  std::uint64_t dropped_rows() const noexcept { return dropped_; }
+  /// How many cached rows may not be evicted now (O(rows): for tests and diagnostics).
+  std::size_t pinned_rows() const {
+    std::size_t n = 0;
+    for (const auto& [r, e] : cache_) n += pinned(r, e);
+    return n;
+  }
 
   /// Adds `v` at (r, c) to the oplog and to the cached row.
   void inc(row_id r, col_id c, typename R::value_type v) {
@@ -88,6 +145,7 @@ class client_table final : public client_table_base {
     inflight_[shard].emplace_back(seq, std::move(log));
     log = {};
     ++epoch_;  // cached oplog pointers now point into in-flight maps
+    ++unpins_;
     return n;
   }
   void ack(node_id shard, std::uint64_t acked) override {
@@ -96,25 +154,38 @@ class client_table final : public client_table_base {
   }
   void invalidate() override {
     for (auto& [r, e] : cache_) e.valid = false, e.requested = false;
+    ++unpins_;
   }
   void reset() override {
     cache_.clear();
+    ring_.clear();
+    hand_ = 0;
     for (auto& l : oplog_) l.clear();
     for (auto& q : inflight_) q.clear();
     ++epoch_;
+    peak_ = 0;
+    evictions_ = dropped_ = 0;
+    ++unpins_;
   }
   void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) override {
     R d = R::decode(in, width_);
+    auto at = cache_.find(row);
+    if (at == cache_.end() && capacity_ > 0) {
+      // Evicted (or never asked for): re-growing the cache with it would defeat the bound, and a
+      // later read asks its shard again with its own clock's requirement.
+      ++dropped_;
+      return;
+    }
     // The server's row lacks what is still in flight or in the oplog: add it back.
     for (const auto& [seq, log] : inflight_[shard])
       if (auto it = log.find(row); it != log.end()) d.add(it->second);
     if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) d.add(it->second);
-    auto& e = cache_[row];
+    auto& e = at != cache_.end() ? at->second : cache_[row];
     e.data = std::move(d);
     e.reflects = reflects;
     e.view = view;
     e.valid = true;
-    if (!push) e.requested = false;
+    if (!push && e.requested) e.requested = false, ++unpins_;
   }
   void for_each_view(const std::function<void(std::uint32_t&)>& f) override {
     for (auto& [r, e] : cache_) f(e.view);
@@ -137,7 +208,56 @@ class client_table final : public client_table_base {
     }
     return *e.pending;
   }
+  /// True when row r (entry e) may not be evicted now.
+  bool pinned(row_id r, const entry& e) const {
+    if (e.requested || e.waiters > 0 || (turn_ && e.held == *turn_)) return true;
+    if (e.pending_epoch == epoch_) return true;  // inc'd since the last flush: in the oplog
+    const auto& log = oplog_[owner_of(id_, r, nodes_)];
+    return !log.empty() && log.count(r) > 0;
+  }
+  /// Keeps a new entry `e` of row r within the bound: evicts unpinned rows (CLOCK) until there is
+  /// room or every row is pinned, then puts r on the ring.
+  void admit(row_id r, entry& e) {
+    while (cache_.size() > capacity_) {
+      // A sweep that found every row pinned is not repeated until something may have been unpinned.
+      if (stuck_ && stuck_turn_ == (turn_ ? *turn_ : 0) && stuck_unpins_ == unpins_) break;
+      const std::size_t v = victim();
+      if (v == ring_.size()) {
+        stuck_ = true;
+        stuck_turn_ = turn_ ? *turn_ : 0;
+        stuck_unpins_ = unpins_;
+        break;
+      }
+      cache_.erase(ring_[v].row);
+      ++evictions_;
+      ring_[v] = ring_.back();
+      ring_.pop_back();
+      if (hand_ >= ring_.size()) hand_ = 0;
+    }
+    ring_.push_back({r, &e});
+    peak_ = std::max(peak_, cache_.size());
+  }
+  /// The ring position of an evictable row (ring_.size() when every row is pinned): the first the
+  /// hand reaches that is unpinned and not used since the hand last passed it.
+  std::size_t victim() {
+    const std::size_t n = ring_.size();
+    for (std::size_t step = 0; step < 2 * n; ++step) {
+      if (hand_ >= n) hand_ = 0;
+      auto& [r, e] = ring_[hand_];
+      if (!pinned(r, *e)) {
+        if (!e->used) return hand_;
+        e->used = false;
+      }
+      ++hand_;
+    }
+    return n;
+  }
+
   using log_map = std::unordered_map<row_id, R>;
+  struct ring_slot {
+    row_id row;
+    entry* e;  // stable: unordered_map nodes do not move
+  };
   table_id id_;
   std::size_t width_;
   std::uint32_t nodes_;
@@ -145,6 +265,16 @@ class client_table final : public client_table_base {
   std::unordered_map<row_id, entry> cache_;
   std::vector<log_map> oplog_;                                          // per shard
   std::vector<std::deque<std::pair<std::uint64_t, log_map>>> inflight_;  // per shard, by seq
+  // Bounded cache (capacity_ > 0): the CLOCK ring of cached rows and its hand.
+  std::size_t capacity_ = 0;
+  const std::uint64_t* turn_ = nullptr;
+  std::vector<ring_slot> ring_;
+  std::size_t hand_ = 0;
+  std::uint64_t unpins_ = 0;  // events that may unpin rows (replies, flushes, reads ending)
+  bool stuck_ = false;        // the last sweep found every row pinned, at this turn and unpins_
+  std::uint64_t stuck_turn_ = 0, stuck_unpins_ = 0;
+  std::size_t peak_ = 0;
+  std::uint64_t evictions_ = 0, dropped_ = 0;
 };
 
 }  // namespace strata

@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
   cli.so.value_bound = 20000;
   cli.add_flags(lo, "V of VAP (total un-propagated count changes)", "Gibbs sweeps", "UCI bag-of-words file (docword.*.txt)");
   add_model_flags(cli.app, lo, f);
+  cli.add_checkpoint_flags();
   cli.finish_flags();
   CLI11_PARSE(cli.app, argc, argv);
 
@@ -146,14 +147,30 @@ int main(int argc, char** argv) {
       throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
+    const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
+    if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
 
-    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, f, corpus));
+    const auto config = trace_config(cli, lo, f, corpus);
+    {  // what a checkpoint must match to be resumed: the configuration without the iteration count
+      auto tag = config;
+      tag.set("iterations", 0);
+      cli.so.checkpoint.run_tag = tag.dump();
+    }
+    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "lda", lo.iterations, [](double ll) { return ex::fmt("loglik %.6e", ll); });
     ml::lda_rotation_run rot;  // --mode rotation's own figures
     auto train = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
       return ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
-        if (f.mode != "rotation") return ml::train_lda(sys, corpus, lo, on_iteration);
+        if (f.mode != "rotation") {
+          auto r = ml::train_lda(sys, corpus, lo, on_iteration);
+          if (const auto* at = sys.resumed(); at && cli.lead()) {  // after train_lda: it adds the tables
+            for (const auto& why : at->refused) std::fprintf(stderr, "strata_lda: %s\n", why.c_str());
+            std::printf("lda: resumed from the checkpoint at clock %lld (after sweep %lld) in %s\n", static_cast<long long>(at->clock),
+                        static_cast<long long>(at->clock - 1), cli.so.checkpoint.resume.c_str());
+          }
+          return r;
+        }
         if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
         rot = ml::train_lda_rotation(sys, corpus, lo, on_iteration);
         return rot;

@@ -27,6 +27,13 @@
 /// With `run_options::keep_model` worker 0 then reads every word row into the outcome's
 /// word-topic counts (ml/lda_model.hpp: their log p(w | z), top words and file format).
 ///
+/// With `lda_trainer_options::sampler = lda_sampler::mh` a sweep uses the Metropolis–Hastings
+/// sampler (ml/lda.hpp, mh_lda_sampler) instead: the worker reads each of its words' rows once per
+/// sweep (its first use) into a dense local copy and an alias table (the word proposal), samples
+/// its tokens against that copy plus its own moves, and sends each word's net count changes once,
+/// at the end of the sweep (they leave at the clock either way). The moves, and so the count
+/// invariants, are the exact sampler's; the memory is 2 × K counts per word the worker's documents use.
+///
 /// Checkpoints (system_config::checkpoint): each worker saves its tokens' topics and its random
 /// generator (worker::on_checkpoint); n_dk is recounted from the topics on restore. A checkpoint
 /// at clock m holds the tables after clocks 0..m-1 (the initial counts and sweeps 1..m-1), so a
@@ -71,6 +78,8 @@ struct lda_trainer_options : run_options {
   double alpha = 0.1;             ///< doc-topic prior
   double beta = 0.01;             ///< topic-word prior
   bool keep_assignments = false;  ///< fill lda_run::assignments (the documents of this process's workers)
+  lda_sampler sampler = lda_sampler::sparse;  ///< sparse: exact SparseLDA; mh: Metropolis–Hastings (see the file comment)
+  std::uint32_t mh_steps = 2;     ///< with mh: doc + word proposal pairs per token
 };
 
 /// A corpus as the trainer wants it: per document, its distinct words and their counts.
@@ -144,6 +153,9 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   const lda_params lp{K, V, o.alpha, o.beta};
   if (K == 0 || V == 0 || !(o.alpha > 0) || !(o.beta > 0))
     throw strata::error(errc::bad_input, "train_lda: need topics > 0, vocabulary > 0, alpha > 0, beta > 0");
+  if (o.sampler != lda_sampler::sparse && o.sampler != lda_sampler::mh)
+    throw strata::error(errc::bad_input, "train_lda: the sampler must be sparse or mh");
+  if (o.sampler == lda_sampler::mh && o.mh_steps == 0) throw strata::error(errc::bad_input, "train_lda: mh_steps must be >= 1");
   for (const auto& ws : corpus.words)
     for (auto w : ws)
       if (w >= V) throw strata::error(errc::bad_input, "train_lda: word id beyond the vocabulary");
@@ -373,6 +385,74 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
 
     sparse_lda_sampler sampler(lp);
     std::vector<topic_count> scratch;
+    // The MH sampler's sweep state: per word of this worker (local index), its row as read at its
+    // first use in the sweep (snap) and that plus this worker's moves (cur), and its alias table.
+    const bool mh = o.sampler == lda_sampler::mh;
+    mh_lda_sampler mhs(lp, std::max(o.mh_steps, 1u));
+    std::vector<std::uint32_t> local_of, read_in, used;
+    std::vector<lda_count> cur, snap;
+    std::vector<lda_alias_slice> slices;
+    std::vector<alias_entry> pool;
+    std::vector<double> wbuf;
+    std::vector<std::uint32_t> ibuf, sbuf;
+    if (mh) {
+      local_of.assign(V, 0);
+      for (std::size_t li = 0; li < mywords.size(); ++li) local_of[mywords[li]] = static_cast<std::uint32_t>(li);
+      read_in.assign(mywords.size(), 0);
+      cur.assign(mywords.size() * K, 0);
+      snap.assign(mywords.size() * K, 0);
+      slices.resize(mywords.size());
+    }
+    // One MH sweep over this worker's documents (sweep `it`); returns the tokens drawn.
+    auto mh_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
+      mhs.set_topic_totals(nk);
+      pool.clear();
+      used.clear();
+      std::size_t zi = 0;
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < mydocs.size(); ++i) {
+        const auto d = mydocs[i];
+        co_await w.yield();
+        std::size_t nd = 0;
+        for (auto x : corpus.counts[d]) nd += x;
+        mhs.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K), std::span<const std::uint32_t>(st.z.data() + zi, nd));
+        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
+          lda_count* c = cur.data() + std::size_t{li} * K;
+          lda_count* sn = snap.data() + std::size_t{li} * K;
+          if (read_in[li] != it) {  // first use in this sweep: read the row, build the word's proposal
+            const auto& row = co_await w.get(WT, word);
+            std::fill(c, c + K, 0);
+            for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+            std::copy(c, c + K, sn);
+            slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
+            read_in[li] = it;
+            used.push_back(li);
+          }
+          const lda_word_proposal wp{std::span<const alias_entry>(pool.data() + slices[li].offset, slices[li].size),
+                                     std::span<const lda_count>(sn, K), slices[li].mass};
+          for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j, ++zi) {
+            const std::uint32_t old = st.z[zi];
+            const std::uint32_t k = mhs.resample(old, std::span<lda_count>(c, K), wp, rng);
+            if (k != old) {
+              --tdelta[old];
+              ++tdelta[k];
+              st.z[zi] = k;
+            }
+          }
+          n += corpus.counts[d][e];
+        }
+      }
+      for (auto li : used) {  // each word's net change in this sweep, once
+        const lda_count* c = cur.data() + std::size_t{li} * K;
+        const lda_count* sn = snap.data() + std::size_t{li} * K;
+        sparse_row<std::int32_t> delta(K);
+        for (std::uint32_t k = 0; k < K; ++k)
+          if (c[k] != sn[k]) delta.inc(k, c[k] - sn[k]);
+        if (delta.nnz() > 0) co_await w.inc_row(WT, mywords[li], std::move(delta));
+      }
+      co_return n;
+    };
     for (std::uint32_t it = std::max(start, 1u); it <= o.iterations; ++it) {
       co_await read_totals();
       if (resumed && it == start) co_await evaluate(it - 1, o.eval_every > 0);  // where the run resumes
@@ -382,6 +462,13 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       else rec.add_values(p, it - 1 - base, std::nan(""), std::nan(""));
       if (o.prefetch)
         for (auto x : mywords) prefetch(w, WT, x);
+      if (mh) {
+        draws += co_await mh_sweep(it);
+        co_await send_totals();
+        rec.end_iteration(w, it - base);
+        co_await w.clock();
+        continue;
+      }
       sampler.set_topic_totals(nk);
       std::size_t zi = 0;
       std::uint64_t n = 0;
@@ -543,6 +630,7 @@ inline double lda_baseline_tokens_per_s(const lda_corpus& corpus, const lda_trai
   lo.beta = o.beta;
   lo.seed = o.seed;
   lo.sampler = sampler;
+  lo.mh_steps = o.mh_steps;
   lo.loglik_every = 0;
   lo.iterations = sweeps;
   const auto r = lda_reference(docs, corpus.vocab_size, lo);

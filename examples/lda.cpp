@@ -10,6 +10,7 @@
 // table; --consistency does not matter there).
 //
 //   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20 --vocab ~/.cache/strata/vocab.spam.txt
+//   strata_lda --sampler mh --mh-steps 2 --workers 2 --topics 50 --iterations 20 --bench-baseline
 //   strata_lda --mode rotation --workers 2 --topics 20 --iterations 10
 //   strata_lda --load lda.model --iterations 0 --vocab ~/.cache/strata/vocab.spam.txt --top 15
 //   scripts/launch.sh -n 2 -- strata_lda --transport tcp --workers 2 --consistency essp   (2 processes)
@@ -44,6 +45,7 @@ struct lda_flags {
   std::uint32_t top = 10;
   std::uint32_t max_docs = 0;
   std::uint64_t max_tokens = ml::io::default_max_tokens;
+  std::string sampler = "sparse";
 };
 
 void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
@@ -56,6 +58,12 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
   app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
   app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
+  app.add_option("--sampler", f.sampler, "sparse: exact SparseLDA Gibbs; mh: Metropolis-Hastings with doc and word (alias) proposals")
+      ->check(CLI::IsMember({"sparse", "mh"}))
+      ->capture_default_str();
+  app.add_option("--mh-steps", lo.mh_steps, "with --sampler mh: doc + word proposal pairs per token")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--vocab", f.vocab, "vocabulary FILE (word w on line w, e.g. vocab.spam.txt): print each topic's top words");
   app.add_option("--top", f.top, "how many top words per topic to print (word ids without --vocab)")->capture_default_str();
 }
@@ -91,6 +99,8 @@ int inspect_saved(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo,
 strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const lda_flags& f, const ml::lda_corpus& corpus) {
   auto c = ex::run_config(cli.so, f.mode == "rotation" ? "lda_rotation" : "lda", lo.iterations);
   c.set("eval_every", lo.eval_every);
+  c.set("sampler", f.sampler);
+  if (f.sampler == "mh") c.set("mh_steps", lo.mh_steps);
   c.set("topics", lo.topics).set("alpha", lo.alpha).set("beta", lo.beta).set("docs", corpus.words.size())
       .set("vocab", corpus.vocab_size).set("tokens", corpus.tokens()).set("data", cli.data);
   return c;
@@ -104,6 +114,7 @@ void print_summary(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo
   const char* ok = res.invariants_ok ? "ok" : "VIOLATED";
   ex::summary s("lda", cli.so, lo.iterations);
   s.add("docs", std::to_string(corpus.words.size())).add("tokens", std::to_string(corpus.tokens()));
+  s.add("sampler", lo.sampler == ml::lda_sampler::mh ? "mh" : "sparse");
   s.add("seconds", ex::fmt("%.2f", res.seconds), true);
   s.add("loglik_first", ex::fmt("%.6e", res.iterations.empty() ? 0.0 : res.iterations.front().metric));
   s.add("loglik", ex::fmt("%.6e", res.final_loglik), true);
@@ -117,12 +128,12 @@ void print_summary(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo
 /// wall time without the log-likelihood evaluations.
 double sampling_rate(const ex::trainer_cli& cli, const ml::lda_run& res) { return tokens_per_s_per_thread(cli, res); }
 
-/// --bench-baseline: the plain single-threaded SparseLDA loop (lda_reference) over the same corpus
-/// and the same number of sweeps, best of 3 interleaved with the trainer's runs.
-void print_baseline(const ex::bench_rates& b, std::uint32_t sweeps) {
-  std::printf("lda baseline: plain single-threaded SparseLDA Gibbs, %u sweeps, best of %zu: %.0f tokens/s (runs: %s); per "
+/// --bench-baseline: the plain single-threaded loop (lda_reference) with the same sampler over the
+/// same corpus and the same number of sweeps, best of 3 interleaved with the trainer's runs.
+void print_baseline(const ex::bench_rates& b, std::uint32_t sweeps, const std::string& sampler) {
+  std::printf("lda baseline: plain single-threaded %s Gibbs, %u sweeps, best of %zu: %.0f tokens/s (runs: %s); per "
               "worker thread best of %zu: %.0f tokens/s (runs: %s); ratio %.3f\n",
-              sweeps, b.baseline.size(), b.best_baseline(), ex::bench_rates::list(b.baseline, "%.0f").c_str(), b.trainer.size(),
+              sampler == "mh" ? "MH" : "SparseLDA", sweeps, b.baseline.size(), b.best_baseline(), ex::bench_rates::list(b.baseline, "%.0f").c_str(), b.trainer.size(),
               b.best_trainer(), ex::bench_rates::list(b.trainer, "%.0f").c_str(), b.ratio());
 }
 }  // namespace
@@ -135,6 +146,7 @@ int main(int argc, char** argv) {
   cli.so.value_bound = 20000;
   cli.add_flags(lo, "V of VAP (total un-propagated count changes)", "Gibbs sweeps", "UCI bag-of-words file (docword.*.txt)");
   add_model_flags(cli.app, lo, f);
+  cli.add_checkpoint_flags();
   cli.finish_flags();
   CLI11_PARSE(cli.app, argc, argv);
 
@@ -146,14 +158,32 @@ int main(int argc, char** argv) {
       throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
+    lo.sampler = f.sampler == "mh" ? ml::lda_sampler::mh : ml::lda_sampler::sparse;
+    if (f.sampler == "mh" && f.mode == "rotation") throw std::runtime_error("--sampler mh is for --mode ps");
+    const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
+    if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
 
-    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), trace_config(cli, lo, f, corpus));
+    const auto config = trace_config(cli, lo, f, corpus);
+    {  // what a checkpoint must match to be resumed: the configuration without the iteration count
+      auto tag = config;
+      tag.set("iterations", 0);
+      cli.so.checkpoint.run_tag = tag.dump();
+    }
+    strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "lda", lo.iterations, [](double ll) { return ex::fmt("loglik %.6e", ll); });
     ml::lda_rotation_run rot;  // --mode rotation's own figures
     auto train = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
       return ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
-        if (f.mode != "rotation") return ml::train_lda(sys, corpus, lo, on_iteration);
+        if (f.mode != "rotation") {
+          auto r = ml::train_lda(sys, corpus, lo, on_iteration);
+          if (const auto* at = sys.resumed(); at && cli.lead()) {  // after train_lda: it adds the tables
+            for (const auto& why : at->refused) std::fprintf(stderr, "strata_lda: %s\n", why.c_str());
+            std::printf("lda: resumed from the checkpoint at clock %lld (after sweep %lld) in %s\n", static_cast<long long>(at->clock),
+                        static_cast<long long>(at->clock - 1), cli.so.checkpoint.resume.c_str());
+          }
+          return r;
+        }
         if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
         rot = ml::train_lda_rotation(sys, corpus, lo, on_iteration);
         return rot;
@@ -165,9 +195,9 @@ int main(int argc, char** argv) {
       const ml::lda_rotation_run main_rot = rot;  // the repeats overwrite it
       const ex::bench_rates b = ex::bench_interleaved(
           sampling_rate(cli, res), cli.so.is_tcp() ? 1 : 3, [&] { return sampling_rate(cli, train({})); },
-          [&] { return cli.lead() ? ml::lda_baseline_tokens_per_s(corpus, lo, lo.iterations, ml::lda_sampler::sparse) : 0.0; });
+          [&] { return cli.lead() ? ml::lda_baseline_tokens_per_s(corpus, lo, lo.iterations, lo.sampler) : 0.0; });
       rot = main_rot;
-      if (cli.lead()) print_baseline(b, lo.iterations);
+      if (cli.lead()) print_baseline(b, lo.iterations, f.sampler);
     }
     if (f.mode == "rotation" && !cli.lead()) res.invariants_ok = true;  // rotation checks them on rank 0 (the coordinator's)
     if (f.mode == "rotation" && cli.lead())

@@ -248,9 +248,10 @@ int main(int argc, char** argv) {
     const auto progress = ex::progress_printer(line, cli.so, "mf", mo.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
     auto run = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
       return ex::with_system(cli.so, [&](auto& sys) {
-        cli.report_resume(sys);
-        if (pf.adaptive == 0) return ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, on_iteration), {}};
-        return train_adaptive(sys, pf, train, test, mo, on_iteration);
+        auto r = pf.adaptive == 0 ? ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, on_iteration), {}}
+                                  : train_adaptive(sys, pf, train, test, mo, on_iteration);
+        cli.report_resume(sys);  // after training: the checkpoint's signature covers the tables the trainer adds
+        return r;
       });
     };
     const auto res = run(progress);

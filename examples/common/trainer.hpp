@@ -88,7 +88,8 @@ struct trainer_cli {
     app.get_option("--checkpoint-dir")->needs(app.get_option("--checkpoint-every"));
     app.get_option("--checkpoint-every")->needs(app.get_option("--checkpoint-dir"));
   }
-  /// Prints where a resumed run starts and why newer checkpoints were refused (lead process).
+  /// Prints where a resumed run started and why newer checkpoints were refused (lead process).
+  /// Call it after the trainer has added its tables (they are part of a checkpoint's signature).
   template <class System>
   void report_resume(System& sys) const {
     const auto* r = sys.resumed();

@@ -26,6 +26,24 @@
 ///
 /// With `run_options::keep_model` worker 0 then reads every word row into the outcome's
 /// word-topic counts (ml/lda_model.hpp: their log p(w | z), top words and file format).
+///
+/// With `lda_trainer_options::sampler = lda_sampler::mh` a sweep uses the Metropolis–Hastings
+/// sampler (ml/lda.hpp, mh_lda_sampler) instead: the worker reads each of its words' rows once per
+/// sweep (its first use) into a dense local copy and an alias table (the word proposal), samples
+/// its tokens against that copy plus its own moves, and sends each word's net count changes once,
+/// at the end of the sweep (they leave at the clock either way). The moves, and so the count
+/// invariants, are the exact sampler's; the memory is 2 × K counts per word the worker's documents use.
+///
+/// Checkpoints (system_config::checkpoint): each worker saves its tokens' topics and its random
+/// generator (worker::on_checkpoint); n_dk is recounted from the topics on restore. A checkpoint
+/// at clock m holds the tables after clocks 0..m-1 (the initial counts and sweeps 1..m-1), so a
+/// resumed run (basic_system::start_clock() = m) skips the initial push and runs sweeps
+/// m..iterations; its trace starts with iteration m-1 (the checkpointed state, evaluated from the
+/// tables) and goes on with the same iteration numbers as the uninterrupted run. Under BSP the
+/// resumed run ends with exactly the uninterrupted run's counts and topics.
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
 #include <strata/consistency/models.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda.hpp>
@@ -47,6 +65,7 @@
 #include <random>
 #include <ranges>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -58,6 +77,9 @@ struct lda_trainer_options : run_options {
   std::uint32_t topics = 20;      ///< K
   double alpha = 0.1;             ///< doc-topic prior
   double beta = 0.01;             ///< topic-word prior
+  bool keep_assignments = false;  ///< fill lda_run::assignments (the documents of this process's workers)
+  lda_sampler sampler = lda_sampler::sparse;  ///< sparse: exact SparseLDA; mh: Metropolis–Hastings (see the file comment)
+  std::uint32_t mh_steps = 2;     ///< with mh: doc + word proposal pairs per token
 };
 
 /// A corpus as the trainer wants it: per document, its distinct words and their counts.
@@ -117,6 +139,9 @@ struct lda_run : run_outcome {
   bool invariants_ok = false;        ///< count invariants held at the end
   std::string invariant_error;       ///< the first violation, if any
   lda_word_topic_model model;        ///< the final n_wk, with keep_model, in the process of worker 0 (else empty)
+  /// With lda_trainer_options::keep_assignments: per document, its tokens' final topics, entry by
+  /// entry (the counts[e] tokens of words[e] together); empty for documents of other processes.
+  std::vector<std::vector<std::uint32_t>> assignments;
 };
 
 /// Trains LDA on `corpus` with the system `sys` (tables are added here; run once).
@@ -128,15 +153,26 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   const lda_params lp{K, V, o.alpha, o.beta};
   if (K == 0 || V == 0 || !(o.alpha > 0) || !(o.beta > 0))
     throw strata::error(errc::bad_input, "train_lda: need topics > 0, vocabulary > 0, alpha > 0, beta > 0");
+  if (o.sampler != lda_sampler::sparse && o.sampler != lda_sampler::mh)
+    throw strata::error(errc::bad_input, "train_lda: the sampler must be sparse or mh");
+  if (o.sampler == lda_sampler::mh && o.mh_steps == 0) throw strata::error(errc::bad_input, "train_lda: mh_steps must be >= 1");
   for (const auto& ws : corpus.words)
     for (auto w : ws)
       if (w >= V) throw strata::error(errc::bad_input, "train_lda: word id beyond the vocabulary");
   const auto WT = sys.template add_table<sparse_row<std::int32_t>>(K);
   const auto NT = sys.template add_table<dense_row<std::int32_t>>(K);
+  // A run resumed from the checkpoint at clock m (> 0) runs sweeps m..iterations; recorder slot j
+  // is iteration base + j (slot 0: the state it starts from).
+  const auto start = static_cast<std::uint32_t>(sys.start_clock());
+  if (start > o.iterations)
+    throw strata::error(errc::bad_input, "train_lda: the checkpoint is after sweep " + std::to_string(start - 1) +
+                                             ", nothing is left of " + std::to_string(o.iterations) + " sweeps");
+  const bool resumed = start > 0;
+  const std::uint32_t base = resumed ? start - 1 : 0, slots = o.iterations - base;
   // Final sums: LL parts, negative n_wk, local violations, tokens, draws, Σ_w n_wk[K], Σ_d n_dk[K].
   enum : std::size_t { f_ll, f_neg, f_err, f_tokens, f_draws, f_words };
   const std::size_t f_docs = f_words + K;
-  run_reducer red(sys, o.iterations, f_docs + K);
+  run_reducer red(sys, slots, f_docs + K);
 
   // Partition documents by token count (balanced_partition); each worker's in increasing order.
   std::vector<std::uint64_t> len(D, 0);
@@ -147,24 +183,64 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   struct worker_state {
     std::vector<std::int32_t> ndk;  // per local doc × K
     std::vector<std::uint32_t> z;   // topics of the local docs' tokens, doc by doc, entry by entry
+    std::mt19937_64 rng;            // the worker's random stream (initial topics, then its sweeps)
     std::string error;              // a local invariant violation
+
+    /// What a checkpoint keeps (worker::on_checkpoint): the topics and the generator; n_dk is
+    /// recounted from the topics.
+    std::string save() const {
+      std::ostringstream out(std::ios::binary);
+      {
+        cereal::PortableBinaryOutputArchive ar(out);
+        std::ostringstream r;
+        r << rng;
+        ar(r.str(), z);
+      }
+      return out.str();
+    }
+    void restore(const std::string& bytes, worker_id p, const std::vector<std::uint32_t>& docs, const lda_corpus& c, std::uint32_t K) {
+      try {
+        std::istringstream in(bytes, std::ios::binary);
+        cereal::PortableBinaryInputArchive ar(in);
+        std::string r;
+        std::vector<std::uint32_t> saved;
+        ar(r, saved);
+        std::uint64_t n = 0;
+        for (auto d : docs)
+          for (auto x : c.counts[d]) n += x;
+        if (saved.size() != n)
+          throw strata::error(errc::bad_input, "it holds " + std::to_string(saved.size()) + " topics, this worker's documents have " +
+                                                   std::to_string(n) + " tokens");
+        for (auto k : saved)
+          if (k >= K) throw strata::error(errc::bad_input, "it holds topic " + std::to_string(k) + " of " + std::to_string(K));
+        std::istringstream rs(r);
+        rs >> rng;
+        if (!rs) throw strata::error(errc::bad_input, "its random generator state does not parse");
+        z = std::move(saved);
+      } catch (const std::exception& e) {
+        throw strata::error(errc::bad_input, "train_lda: worker " + std::to_string(p) + "'s checkpointed state does not load: " + e.what());
+      }
+      ndk.assign(docs.size() * K, 0);
+      for (std::size_t i = 0, zi = 0; i < docs.size(); ++i)
+        for (auto x : c.counts[docs[i]])
+          for (std::uint32_t j = 0; j < x; ++j) ++ndk[i * K + z[zi++]];
+    }
   };
   std::vector<worker_state> state(P);
   // Initial topics, drawn here (same stream the worker continues with) so that the LL of the
-  // initial state (iteration 0) is exact under every model.
-  std::vector<std::mt19937_64> rngs;
+  // initial state (iteration 0) is exact under every model. A resumed run restores them instead.
   double ll0 = 0;
-  {
+  for (std::uint32_t p = 0; p < P; ++p) state[p].rng.seed(o.seed * 0x9e3779b97f4a7c15ULL + p + 1);
+  if (!resumed) {
     std::vector<std::int64_t> nw(std::size_t{V} * K, 0), nk0(K, 0);
     for (std::uint32_t p = 0; p < P; ++p) {
-      rngs.emplace_back(o.seed * 0x9e3779b97f4a7c15ULL + p + 1);
       auto& st = state[p];
       st.ndk.assign(docs_of[p].size() * K, 0);
       for (std::size_t i = 0; i < docs_of[p].size(); ++i) {
         const auto d = docs_of[p][i];
         for (std::size_t e = 0; e < corpus.words[d].size(); ++e)
           for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j) {
-            const auto k = static_cast<std::uint32_t>(detail::uniform01(rngs[p]) * K) % K;
+            const auto k = static_cast<std::uint32_t>(detail::uniform01(st.rng) * K) % K;
             st.z.push_back(k);
             ++st.ndk[i * K + k];
             ++nw[std::size_t{corpus.words[d][e]} * K + k];
@@ -176,8 +252,17 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     for (std::uint32_t x = 0; x < V; ++x) ll0 += lda_word_loglik(std::span<const std::int64_t>(nw.data() + std::size_t{x} * K, K), lp);
     ll0 += lda_topic_loglik(nk0, lp);
   }
+  std::vector<std::vector<std::uint32_t>> assignments(o.keep_assignments ? D : 0);
 
-  run_recorder rec = make_recorder(sys, red, o.iterations, std::move(on_iteration));
+  // The recorder's slots are numbered from `base`; the callback sees the run's iteration numbers.
+  std::function<void(const iteration_stats&)> on_slot;
+  if (on_iteration)
+    on_slot = [base, cb = std::move(on_iteration)](const iteration_stats& r) {
+      iteration_stats c = r;
+      c.iteration += base;
+      cb(c);
+    };
+  run_recorder rec = make_recorder(sys, red, slots, std::move(on_slot));
   rec.set_metric_name("loglik");
   lda_word_topic_model model;          // with keep_model: filled by worker 0 at the end
   std::vector<std::int32_t> final_nk;  // the topic totals after the run, as read by this process's collector
@@ -211,6 +296,8 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     std::uint64_t draws = 0;
     const auto& mydocs = docs_of[p];
     auto& st = state[p];
+    if (const auto* saved = w.resumed_state()) st.restore(*saved, p, mydocs, corpus, K);
+    w.on_checkpoint([&st] { return st.save(); });
     std::vector<std::uint32_t> mywords, evalwords;
     {
       std::vector<char> seen(V, 0);
@@ -221,7 +308,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         if (x % P == p) evalwords.push_back(x);
       }
     }
-    std::mt19937_64& rng = rngs[p];
+    std::mt19937_64& rng = st.rng;
     std::vector<std::int32_t> wdelta(K, 0), tdelta(K, 0);
     std::vector<std::uint32_t> touched;
     auto note = [&](std::uint32_t k, std::int32_t dlt) {
@@ -247,17 +334,21 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       if (any) co_await w.inc_row(NT, 0, std::move(d));
     };
 
-    // Clock 0: send the initial topics (drawn before the run).
-    for (std::size_t i = 0, zi = 0; i < mydocs.size(); ++i) {
-      const auto d = mydocs[i];
-      for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
-        for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j) note(st.z[zi++], +1);
-        co_await send_word(corpus.words[d][e]);
+    // Clock 0: send the initial topics (drawn before the run). A resumed run's tables hold them.
+    if (!resumed) {
+      for (std::size_t i = 0, zi = 0; i < mydocs.size(); ++i) {
+        const auto d = mydocs[i];
+        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j) note(st.z[zi++], +1);
+          co_await send_word(corpus.words[d][e]);
+        }
       }
+      co_await send_totals();
+      rec.end_iteration(w, 0);
+      co_await w.clock();
+    } else {
+      rec.end_iteration(w, 0);  // slot 0: the checkpointed state, evaluated at the first sweep's start
     }
-    co_await send_totals();
-    rec.end_iteration(w, 0);
-    co_await w.clock();
 
     std::vector<std::int32_t> nk(K);
     auto read_totals = [&]() -> task<> {
@@ -287,21 +378,97 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         ll += s;
       }
       if (p == 0) ll += lda_topic_loglik(nk, lp);
-      rec.add_values(p, it, ll, ll);
+      rec.add_values(p, it - base, ll, ll);
       if (snapshot) co_await snapshot_end(w, mark);
       rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     };
 
     sparse_lda_sampler sampler(lp);
     std::vector<topic_count> scratch;
-    for (std::uint32_t it = 1; it <= o.iterations; ++it) {
+    // The MH sampler's sweep state: per word of this worker (local index), its row as read at its
+    // first use in the sweep (snap) and that plus this worker's moves (cur), and its alias table.
+    const bool mh = o.sampler == lda_sampler::mh;
+    mh_lda_sampler mhs(lp, std::max(o.mh_steps, 1u));
+    std::vector<std::uint32_t> local_of, read_in, used;
+    std::vector<lda_count> cur, snap;
+    std::vector<lda_alias_slice> slices;
+    std::vector<alias_entry> pool;
+    std::vector<double> wbuf;
+    std::vector<std::uint32_t> ibuf, sbuf;
+    if (mh) {
+      local_of.assign(V, 0);
+      for (std::size_t li = 0; li < mywords.size(); ++li) local_of[mywords[li]] = static_cast<std::uint32_t>(li);
+      read_in.assign(mywords.size(), 0);
+      cur.assign(mywords.size() * K, 0);
+      snap.assign(mywords.size() * K, 0);
+      slices.resize(mywords.size());
+    }
+    // One MH sweep over this worker's documents (sweep `it`); returns the tokens drawn.
+    auto mh_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
+      mhs.set_topic_totals(nk);
+      pool.clear();
+      used.clear();
+      std::size_t zi = 0;
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < mydocs.size(); ++i) {
+        const auto d = mydocs[i];
+        co_await w.yield();
+        std::size_t nd = 0;
+        for (auto x : corpus.counts[d]) nd += x;
+        mhs.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K), std::span<const std::uint32_t>(st.z.data() + zi, nd));
+        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
+          lda_count* c = cur.data() + std::size_t{li} * K;
+          lda_count* sn = snap.data() + std::size_t{li} * K;
+          if (read_in[li] != it) {  // first use in this sweep: read the row, build the word's proposal
+            const auto& row = co_await w.get(WT, word);
+            std::fill(c, c + K, 0);
+            for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+            std::copy(c, c + K, sn);
+            slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
+            read_in[li] = it;
+            used.push_back(li);
+          }
+          const lda_word_proposal wp{std::span<const alias_entry>(pool.data() + slices[li].offset, slices[li].size),
+                                     std::span<const lda_count>(sn, K), slices[li].mass};
+          for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j, ++zi) {
+            const std::uint32_t old = st.z[zi];
+            const std::uint32_t k = mhs.resample(old, std::span<lda_count>(c, K), wp, rng);
+            if (k != old) {
+              --tdelta[old];
+              ++tdelta[k];
+              st.z[zi] = k;
+            }
+          }
+          n += corpus.counts[d][e];
+        }
+      }
+      for (auto li : used) {  // each word's net change in this sweep, once
+        const lda_count* c = cur.data() + std::size_t{li} * K;
+        const lda_count* sn = snap.data() + std::size_t{li} * K;
+        sparse_row<std::int32_t> delta(K);
+        for (std::uint32_t k = 0; k < K; ++k)
+          if (c[k] != sn[k]) delta.inc(k, c[k] - sn[k]);
+        if (delta.nnz() > 0) co_await w.inc_row(WT, mywords[li], std::move(delta));
+      }
+      co_return n;
+    };
+    for (std::uint32_t it = std::max(start, 1u); it <= o.iterations; ++it) {
       co_await read_totals();
-      if (it == 1) rec.add_values(p, 0, p == 0 ? ll0 : 0.0, p == 0 ? ll0 : 0.0);  // exact, computed before the run
+      if (resumed && it == start) co_await evaluate(it - 1, o.eval_every > 0);  // where the run resumes
+      else if (it == 1) rec.add_values(p, 0, p == 0 ? ll0 : 0.0, p == 0 ? ll0 : 0.0);  // exact, computed before the run
       else if (o.eval_every == 0) co_await evaluate(it - 1, false);
       else if (o.snapshot_due(it - 1, o.iterations)) co_await evaluate(it - 1, true);
-      else rec.add_values(p, it - 1, std::nan(""), std::nan(""));
+      else rec.add_values(p, it - 1 - base, std::nan(""), std::nan(""));
       if (o.prefetch)
         for (auto x : mywords) prefetch(w, WT, x);
+      if (mh) {
+        draws += co_await mh_sweep(it);
+        co_await send_totals();
+        rec.end_iteration(w, it - base);
+        co_await w.clock();
+        continue;
+      }
       sampler.set_topic_totals(nk);
       std::size_t zi = 0;
       std::uint64_t n = 0;
@@ -335,7 +502,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       sampler.end_document();
       draws += n;
       co_await send_totals();
-      rec.end_iteration(w, it);
+      rec.end_iteration(w, it - base);
       co_await w.clock();
     }
     co_await read_totals();
@@ -392,6 +559,13 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       std::lock_guard lk(err_mu);
       if (local_error.empty()) local_error = !st.error.empty() ? st.error : word_error;
     }
+    if (o.keep_assignments)  // each worker writes only its own documents' entries
+      for (std::size_t i = 0, zi = 0; i < mydocs.size(); ++i) {
+        std::uint64_t nd = 0;
+        for (auto x : corpus.counts[mydocs[i]]) nd += x;
+        assignments[mydocs[i]].assign(st.z.begin() + static_cast<std::ptrdiff_t>(zi), st.z.begin() + static_cast<std::ptrdiff_t>(zi + nd));
+        zi += nd;
+      }
     if (o.keep_model && p == 0) co_await gather_model(w);
     co_await red.publish(w, rec, fin);
     if (red.collects(w)) {
@@ -404,8 +578,10 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   lda_run out;
   const auto& f = run_program(sys, rec, red, program, out, f_docs + K, "train_lda");
   if (final_nk.size() != K) throw strata::error(errc::bad_input, "train_lda: the final topic totals were not read");
+  for (auto& r : out.iterations) r.iteration += base;
   if (out.iterations.size() > 1) out.sampling_s = out.iterations.back().elapsed_s - out.iterations.front().elapsed_s;
   out.model = std::move(model);
+  out.assignments = std::move(assignments);
   out.tokens_sampled = static_cast<std::uint64_t>(f[f_draws] + 0.5);
 
   // Global invariants from the summed parts, and the exact final LL.
@@ -454,6 +630,7 @@ inline double lda_baseline_tokens_per_s(const lda_corpus& corpus, const lda_trai
   lo.beta = o.beta;
   lo.seed = o.seed;
   lo.sampler = sampler;
+  lo.mh_steps = o.mh_steps;
   lo.loglik_every = 0;
   lo.iterations = sweeps;
   const auto r = lda_reference(docs, corpus.vocab_size, lo);

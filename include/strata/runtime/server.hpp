@@ -195,6 +195,7 @@ class server_shard {
     ckpt::decode_tables(body, tables_, what);
     if (!shadow_.empty()) ckpt::decode_tables(body, shadow_, what);
     std::fill(clock_.begin(), clock_.end(), m);
+    std::fill(newest_.begin(), newest_.end(), m - 1);  // the rows hold every worker's updates through m - 1
     min_ = m;
     ckpt_last_ = m;
   }

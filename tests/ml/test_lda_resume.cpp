@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "../support/deadline.hpp"
+#include "../support/scratch.hpp"
 #include "../support/ml_data.hpp"
 #include <strata/ml/trainers/lda_trainer.hpp>
 #include <strata/strata.hpp>
@@ -22,14 +23,9 @@ namespace fs = std::filesystem;
 namespace ml = strata::ml;
 using strata_test::within;
 
-/// A fresh folder under the system's temporary folder, removed at the end of the test.
-struct scratch {
-  fs::path dir;
-  explicit scratch(const std::string& name) : dir(fs::temp_directory_path() / ("strata-lda-ckpt-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~scratch() { fs::remove_all(dir); }
+/// A fresh folder for one test (tmp/strata-lda-ckpt-<name>-<pid>), removed at its end.
+struct scratch : strata_test::scratch {
+  explicit scratch(const std::string& name) : strata_test::scratch("lda-ckpt-" + name) {}
 };
 
 ml::lda_trainer_options opts(std::uint32_t iterations) {

@@ -7,6 +7,7 @@
 #include <strata/runtime/checkpoint.hpp>
 
 #include "../support/deadline.hpp"
+#include "../support/scratch.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -27,14 +28,9 @@ using drow = strata::dense_row<double>;
 namespace fs = std::filesystem;
 namespace ckpt = strata::ckpt;
 
-/// A fresh folder under the system's temporary folder, removed at the end of the test.
-struct scratch {
-  fs::path dir;
-  explicit scratch(const std::string& name) : dir(fs::temp_directory_path() / ("strata-ckpt-" + name + "-" + std::to_string(::getpid()))) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~scratch() { fs::remove_all(dir); }
+/// A fresh folder for one test (tmp/strata-ckpt-<name>-<pid>), removed at its end.
+struct scratch : strata_test::scratch {
+  explicit scratch(const std::string& name) : strata_test::scratch("ckpt-" + name) {}
 };
 
 constexpr strata::row_id rows = 12;

@@ -201,7 +201,7 @@ TEST_CASE("checkpoint: under every model a checkpoint holds exactly the updates 
   // fast workers' later clocks reach the shards first: a checkpoint at m must hold workers * m.
   auto one = [](auto model_tag, const char* name) {
     using Model = typename decltype(model_tag)::type;
-    INFO(name);
+    INFO(std::string(name));
     scratch s(name);
     strata::system_config cfg{.nodes = 2, .workers_per_node = 2, .staleness = 3, .value_bound = 4.0};
     cfg.checkpoint.dir = s.dir.string();

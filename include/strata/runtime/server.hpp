@@ -177,6 +177,9 @@ class server_shard {
   std::uint64_t started_run() const noexcept { return started_run_; }
   /// Runs completed: incremented when every worker has finished.
   std::uint64_t runs_finished() const noexcept { return runs_finished_; }
+  /// Shard 0: every checkpoint some shard has written is complete (in the manifest). A run is over
+  /// only then: the other shards' notices may still be queued when the last worker finishes.
+  bool checkpoints_settled() const noexcept { return ckpt_count_.empty(); }
 
   /// Writes a checkpoint into `dir` each time every worker has passed a multiple of `every` clocks:
   /// the tables holding exactly the updates of clocks below it. Models that apply updates at once

@@ -468,7 +468,7 @@ class basic_system {
     for (auto& s : servers_)
       asio::post(s->ctx, [&, s = s.get()] {
         std::unique_lock lk(s->mu);
-        const bool good = s->shard->runs_finished() >= runs_;
+        const bool good = s->shard->runs_finished() >= runs_ && s->shard->checkpoints_settled();
         lk.unlock();
         note(good);
       });

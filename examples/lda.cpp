@@ -177,11 +177,7 @@ int main(int argc, char** argv) {
       return ex::with_system(cli.so, [&](auto& sys) -> ml::lda_run {
         if (f.mode != "rotation") {
           auto r = ml::train_lda(sys, corpus, lo, on_iteration);
-          if (const auto* at = sys.resumed(); at && cli.lead()) {  // after train_lda: it adds the tables
-            for (const auto& why : at->refused) std::fprintf(stderr, "strata_lda: %s\n", why.c_str());
-            std::printf("lda: resumed from the checkpoint at clock %lld (after sweep %lld) in %s\n", static_cast<long long>(at->clock),
-                        static_cast<long long>(at->clock - 1), cli.so.checkpoint.resume.c_str());
-          }
+          cli.report_resume(sys);  // after training: the checkpoint's signature covers the tables the trainer adds
           return r;
         }
         if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");

@@ -67,6 +67,7 @@ struct trainer_cli {
     app.add_option("--cache-rows", so.cache_rows,
                    "rows each worker caches per table, evicted CLOCK-wise (rows with pending increments or requests "
                    "stay, so a cache may briefly hold more); 0: unbounded")
+        ->check(CLI::NonNegativeNumber)  // "-1" would otherwise wrap to an unbounded 2^64 - 1
         ->capture_default_str();
     app.add_option("--eval-every", run.eval_every,
                    "K > 0: objective and metric of the true model (a consistent snapshot of the tables) after every K-th "

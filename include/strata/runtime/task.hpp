@@ -1,5 +1,14 @@
 #pragma once
-/// \file task<T>: the coroutine type of strata workers (lazy, single continuation, symmetric transfer).
+/// \file task<T>: the coroutine type of strata workers (lazy, single continuation).
+///
+/// Awaiting a task runs it as a plain call from the awaiter's `await_suspend`. When it finishes before
+/// that call returns (the common case: a cache hit, an increment into the oplog) the awaiter simply
+/// does not suspend, so a loop of `co_await` on tasks that complete at once uses constant stack at
+/// every optimisation level. Symmetric transfer alone relies on the compiler turning the resumption
+/// into a tail call, which GCC does not do at -O0/-O1 (a 10^5-iteration loop then overflows the
+/// stack under AddressSanitizer). When the task suspends and finishes later, its final suspension
+/// resumes the awaiter by symmetric transfer. A two-party atomic decides which case happened.
+#include <atomic>
 #include <coroutine>
 #include <exception>
 #include <functional>
@@ -14,6 +23,8 @@ class task;
 namespace detail {
 struct task_promise_base {
   std::coroutine_handle<> continuation;
+  /// 0: running inside the awaiter's await_suspend; 1: the awaiter has suspended; 2: finished first.
+  std::atomic<int> await_state{0};
   std::function<void(std::exception_ptr)> on_done;  ///< set only on a top-level task
   std::exception_ptr error;
 
@@ -23,7 +34,11 @@ struct task_promise_base {
     template <class P>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
       auto& p = h.promise();
-      if (p.continuation) return p.continuation;
+      if (p.continuation) {
+        // Still inside the awaiter's await_suspend: it sees 2 and continues without suspending.
+        if (p.await_state.exchange(2, std::memory_order_acq_rel) == 0) return std::noop_coroutine();
+        return p.continuation;
+      }
       if (p.on_done) p.on_done(p.error);
       return std::noop_coroutine();
     }
@@ -74,9 +89,12 @@ class [[nodiscard]] task {
   ~task() { destroy(); }
 
   bool await_ready() const noexcept { return false; }
-  std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) noexcept {
-    h_.promise().continuation = awaiting;
-    return h_;
+  bool await_suspend(std::coroutine_handle<> awaiting) noexcept {
+    auto& p = h_.promise();
+    p.continuation = awaiting;
+    h_.resume();  // runs until the task finishes or first suspends
+    // Finished already (state 2): do not suspend. Otherwise the task resumes us when it finishes.
+    return p.await_state.exchange(1, std::memory_order_acq_rel) != 2;
   }
   T await_resume() { return h_.promise().take(); }
 

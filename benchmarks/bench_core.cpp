@@ -3,8 +3,9 @@
 //  - get alone from the cache with 4 workers (each read records its min-clock staleness and, for
 //    the 3 other writers, its per-writer staleness) vs a plain array loop doing the same reads;
 //  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round, with
-//    the worker handling its local shard's messages itself (the default) and through the shard's
-//    thread (system_config::local_shard_calls = false);
+//    the defaults (the worker handles its local shard's messages itself and polls briefly before it
+//    sleeps), without the polling (system_config::spin_us = 0) and through the shard's thread
+//    (system_config::local_shard_calls = false);
 //  - a cache miss (a read of the server's row, `fetch`) both ways, vs a plain mutex-guarded copy of
 //    the row.
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
@@ -103,9 +104,10 @@ double barrier_round(int p, int rounds) {
   return secs(t0, clk::now()) / rounds;
 }
 
-double ps_clock_round(int p, int rounds, bool local) {
+double ps_clock_round(int p, int rounds, bool local, int spin_us = 50) {
   strata::system_config cfg{.nodes = 1, .workers_per_node = static_cast<std::uint32_t>(p)};
   cfg.local_shard_calls = local;
+  cfg.spin_us = spin_us;
   strata::system<strata::bsp> sys(cfg);
   auto t = sys.add_table<strata::dense_row<float>>(width);
   auto t0 = clk::now();
@@ -171,13 +173,15 @@ int main() {
   const double mq = best_of(5, [&] { return ps_miss_loop(misses, false); });
   std::printf("cache miss (fetch): %.2f us local call, %.2f us via shard thread, mutex-guarded copy %.3f us; "
               "ratios %.1fx / %.1fx\n", mloc * 1e6, mq * 1e6, mbase * 1e6, mloc / mbase, mq / mbase);
-  std::printf("%-8s %14s %14s %14s %8s %8s\n", "workers", "bsp clock (us)", "via shard (us)", "barrier (us)", "ratio",
-              "ratio2");
+  std::printf("%-8s %14s %14s %14s %14s %8s %8s %8s\n", "workers", "bsp clock (us)", "no spin (us)", "via shard (us)",
+              "barrier (us)", "ratio", "ratio2", "ratio3");
   for (int p : {1, 2, 4, 8}) {
     const int rounds = 2000;
     const double b = best_of(3, [&] { return barrier_round(p, rounds); });
     const double c = best_of(3, [&] { return ps_clock_round(p, rounds, true); });
+    const double ns = best_of(3, [&] { return ps_clock_round(p, rounds, true, 0); });
     const double q = best_of(3, [&] { return ps_clock_round(p, rounds, false); });
-    std::printf("%-8d %14.1f %14.1f %14.2f %8.1f %8.1f\n", p, c * 1e6, q * 1e6, b * 1e6, c / b, q / b);
+    std::printf("%-8d %14.1f %14.1f %14.1f %14.2f %8.1f %8.1f %8.1f\n", p, c * 1e6, ns * 1e6, q * 1e6, b * 1e6, c / b,
+                ns / b, q / b);
   }
 }

@@ -70,6 +70,9 @@ def main():
     ap.add_argument("--mf-iterations", type=int, default=60)
     ap.add_argument("--sweeps", type=int, default=50)
     ap.add_argument("--skip", choices=["mf", "lda"], nargs="*", default=[])
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
+                    help="extra strata_mf flags, e.g. nospin='--spin-us 0' (repeatable; each runs as its own "
+                         "configuration, named model/NAME)")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     tmp = tempfile.mkdtemp(prefix="strata_perf_")
@@ -86,12 +89,15 @@ def main():
             libmf = os.path.join(tmp, "libmf_time")
             run(["g++", "-O3", "-march=native", "-fopenmp", "-DUSESSE", "-DUSEOMP", "-std=c++11", "-I", a.libmf,
                  os.path.join(here, "peers", "libmf_time.cpp"), os.path.join(a.libmf, "mf.o"), "-o", libmf, "-pthread"])
+        variants = [("", [])] + [(v.split("=", 1)[0], v.split("=", 1)[1].split()) for v in a.variant]
+        mf_configs = [(m, m + ("/" + n if n else ""), f) for m in a.models for n, f in variants]
         for rep in range(a.reps):
             for th in a.threads:
-                for model in a.models:
+                for model, label, extra in mf_configs:
                     m = os.path.join(tmp, "mf.jsonl")
                     out = run([os.path.join(a.build, "examples", "strata_mf"), "--rank", "16", "--iterations", str(a.mf_iterations),
-                               "--workers", str(th), "--consistency", model, "--quiet", "--metrics", m])
+                               "--workers", str(th), "--consistency", model, "--quiet", "--metrics", m] + extra)
+                    model = label
                     t = next((it["elapsed_s"] for it in trace(m) if it.get("rmse", 9) <= 0.90), float("nan"))
                     put(f"mf strata {model} threads={th} time_to_0.90_s", t)
                     put(f"mf strata {model} threads={th} updates_per_s_per_thread", field(out, "updates_per_s_per_thread"))

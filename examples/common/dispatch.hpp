@@ -42,6 +42,7 @@ struct system_options {
   std::size_t cache_rows = 0;        ///< --cache-rows: rows each worker caches per table (0: unbounded)
   strata::checkpoint_config checkpoint;   ///< --checkpoint-dir, --checkpoint-every, --resume (trainer_cli::add_checkpoint_flags)
   bool local_shard_calls = true;          ///< off with --shard-thread (system_config::local_shard_calls)
+  int spin_us = 50;                       ///< --spin-us (system_config::spin_us)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
 
@@ -63,7 +64,8 @@ struct system_options {
 
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
-            .cache_rows = cache_rows, .local_shard_calls = local_shard_calls};
+            .cache_rows = cache_rows, .local_shard_calls = local_shard_calls,
+            .spin_us = spin_us};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }
@@ -111,6 +113,10 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_flag("--shard-thread", [&so](std::int64_t) { so.local_shard_calls = false; },
                "hand every message to a shard to the shard's own thread (default: a worker handles its "
                "message to a shard of its own process itself, under the shard's lock)");
+  app.add_option("--spin-us", so.spin_us,
+                 "microseconds a worker thread polls for work (yielding) before it sleeps; 0: sleep at once")
+      ->check(CLI::Range(0, 1'000'000))
+      ->capture_default_str();
 }
 
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {

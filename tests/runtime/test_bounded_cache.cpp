@@ -41,7 +41,7 @@ std::vector<step> steps(std::uint32_t self, int c) {
 
 struct outcome {
   std::vector<counts> table;
-  std::vector<long> read_sums;  // per worker: a checksum of every value it read
+  std::vector<std::uint64_t> read_sums;  // per worker: a checksum of every value it read (wraps: unsigned)
   strata::worker_stats stats;
   std::size_t admissions_over = 0;  // admissions after which rows > max(capacity, pinned)
 };
@@ -56,14 +56,15 @@ outcome run_bsp(std::size_t cache) {
   std::vector<std::size_t> over(P, 0);
   sys.run([&](strata::worker& w) -> strata::task<> {
     const auto self = w.id();
-    long sum = 0;
+    std::uint64_t sum = 0;
     auto read = [&](strata::row_id r) -> strata::task<> {
       if (!w.is_cached(t, r)) {
         w.prefetch(t, r);  // admits r now: the bound must hold right after
         if (w.cached_rows(t) > std::max(cache == 0 ? w.cached_rows(t) : cache, w.pinned_rows(t))) ++over[self];
       }
       const counts& row = co_await w.get(t, r);
-      for (strata::col_id k = 0; k < width; ++k) sum = sum * 31 + row.get(k) * static_cast<long>(k + 1) + static_cast<long>(r);
+      for (strata::col_id k = 0; k < width; ++k)
+        sum = sum * 31 + static_cast<std::uint64_t>(row.get(k)) * (k + 1) + r;
     };
     for (int c = 0; c < clocks; ++c) {
       const auto plan = steps(self, c);

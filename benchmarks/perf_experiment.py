@@ -73,6 +73,9 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
                     help="extra strata_mf flags, e.g. nospin='--spin-us 0' (repeatable; each runs as its own "
                          "configuration, named model/NAME)")
+    ap.add_argument("--lda-variant", action="append", default=[], metavar="NAME=FLAGS",
+                    help="extra strata_lda flags, e.g. mh='--sampler mh' (repeatable; named lda strata/NAME; "
+                         "the log-likelihood target stays the default sampler's)")
     a = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
     tmp = tempfile.mkdtemp(prefix="strata_perf_")
@@ -127,16 +130,19 @@ def main():
             warp_bin = os.path.join(tmp, "spam.warp.bin")
             run([os.path.join(a.warplda, "src", "format"), "-input", text, "-prefix", os.path.join(tmp, "spam.warp")])
         lls = {}
+        lda_variants = [("", [])] + [(v.split("=", 1)[0], v.split("=", 1)[1].split()) for v in a.lda_variant]
         for rep in range(a.reps):
             for th in a.threads:
-                m = os.path.join(tmp, "lda.jsonl")
-                out = run([os.path.join(a.build, "examples", "strata_lda"), "--topics", "50", "--iterations", str(a.sweeps),
-                           "--workers", str(th), "--quiet", "--metrics", m])
-                tokens = int(field(out, "tokens"))
-                tr = trace(m)
-                put(f"lda strata threads={th} tokens_per_s_per_thread", field(out, "tokens_per_s_per_thread"))
-                put(f"lda strata threads={th} loglik_per_token", field(out, "loglik") / tokens)
-                lls.setdefault(th, []).append([(it["elapsed_s"], it["loglik"] / tokens) for it in tr if "loglik" in it])
+                for vname, extra in lda_variants:
+                    m = os.path.join(tmp, "lda.jsonl")
+                    out = run([os.path.join(a.build, "examples", "strata_lda"), "--topics", "50", "--iterations", str(a.sweeps),
+                               "--workers", str(th), "--quiet", "--metrics", m] + extra)
+                    tokens = int(field(out, "tokens"))
+                    tr = trace(m)
+                    label = "strata" + ("/" + vname if vname else "")
+                    put(f"lda {label} threads={th} tokens_per_s_per_thread", field(out, "tokens_per_s_per_thread"))
+                    put(f"lda {label} threads={th} loglik_per_token", field(out, "loglik") / tokens)
+                    lls.setdefault((label, th), []).append([(it["elapsed_s"], it["loglik"] / tokens) for it in tr if "loglik" in it])
                 if warp_bin:
                     out = run([os.path.join(a.warplda, "src", "warplda"), "--prefix", os.path.join(tmp, "spam.warp"), "--k", "50",
                                "--alpha", "5", "--beta", "0.01", "--niter", str(a.sweeps), "--dumpmodel=false", "--dumpz=false",
@@ -145,15 +151,15 @@ def main():
                     secs = [float(s) for s, _, _ in its]
                     put(f"lda warplda threads={th} tokens_per_s_per_thread", med([float(r) * 1e6 for _, r, _ in its]) / th)
                     put(f"lda warplda threads={th} loglik_per_token", float(its[-1][2]))
-                    lls.setdefault(("warp", th), []).append(
+                    lls.setdefault(("warplda", th), []).append(
                         [(sum(secs[: i + 1]), float(ll)) for i, (_, _, ll) in enumerate(its)])
         # Time to the per-token LL strata reaches with 1 worker after the last sweep (median).
-        target = med([run_[-1][1] for run_ in lls.get(1, [])])
+        target = med([run_[-1][1] for run_ in lls.get(("strata", 1), [])])
         print(f"lda target loglik_per_token {target}", flush=True)
         for key, runs in lls.items():
             for r in runs:
                 t = next((s for s, ll in r if ll >= target), float("nan"))
-                name = f"lda warplda threads={key[1]}" if isinstance(key, tuple) else f"lda strata threads={key}"
+                name = f"lda {key[0]} threads={key[1]}"
                 put(f"{name} time_to_target_s", t)
 
     print("\n# medians")

@@ -367,15 +367,13 @@ int main(int argc, char** argv) {
   app.add_option("--drop-every", o.drop_every, "skip every N-th increment (a test that the lost-update check fails)");
   app.add_option("--out", o.out, "folder for rank<r>_from<c>.json / .rss.csv and rank<r>.pid");
   app.add_option("--label", o.label, "name in the summary line and the JSON")->capture_default_str();
-  app.add_option("--checkpoint-dir", o.checkpoint.dir, "write checkpoints into DIR");
-  app.add_option("--checkpoint-every", o.checkpoint.every, "a checkpoint every K clocks");
-  app.add_option("--resume", o.checkpoint.resume, "resume from the newest complete checkpoint in DIR");
+  strata::add_checkpoint_options(app, o.checkpoint);
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
-  const auto digits = o.model.find_first_of("0123456789");
-  o.consistency = o.model.substr(0, digits);
-  o.staleness = digits == std::string::npos ? 0 : std::stoi(o.model.substr(digits));
   try {
+    const auto m = strata::model_name::parse(o.model);
+    o.consistency = m.name;
+    o.staleness = m.staleness;
     (void)strata::model_params::named(o.consistency, {});
     if (o.inc_rows > o.rows) throw std::invalid_argument("--inc-rows " + std::to_string(o.inc_rows) + " is more than --rows");
     return dispatch(o, [&](auto type, auto tc, std::uint32_t nodes, strata::node_id rank) {

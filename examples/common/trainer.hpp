@@ -82,10 +82,8 @@ struct trainer_cli {
   /// their own state: worker::on_checkpoint). The trainer sets so.checkpoint.run_tag to what must
   /// match for a checkpoint to be resumed (data, model settings; not --iterations).
   void add_checkpoint_flags() {
-    app.add_option("--checkpoint-dir", so.checkpoint.dir, "write checkpoints into DIR (with --checkpoint-every)");
-    app.add_option("--checkpoint-every", so.checkpoint.every, "a checkpoint every K iterations (clocks), when every worker has passed it")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--resume", so.checkpoint.resume, "resume from the newest complete checkpoint in DIR (the run's other flags must match it)");
+    strata::add_checkpoint_options(app, so.checkpoint);
+    app.get_option("--checkpoint-every")->check(CLI::PositiveNumber);
     app.get_option("--checkpoint-dir")->needs(app.get_option("--checkpoint-every"));
     app.get_option("--checkpoint-every")->needs(app.get_option("--checkpoint-dir"));
   }

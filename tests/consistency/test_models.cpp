@@ -410,3 +410,18 @@ TEST_CASE("a per-table staleness policy bounds each table's reads by its own bou
     CHECK(sys.row(loose, 0).get(k) == 30);
   }
 }
+
+TEST_CASE("model names with their staleness: essp2 is essp with s = 2; a malformed one is refused by name") {
+  const auto a = strata::model_name::parse("essp2");
+  CHECK(a.name == "essp");
+  CHECK(a.staleness == 2);
+  const auto b = strata::model_name::parse("bsp");
+  CHECK(b.name == "bsp");
+  CHECK(b.staleness == 0);
+  CHECK(strata::model_name::parse("ssp12").staleness == 12);
+  CHECK(strata::model_params::named(strata::model_name::parse("ssp3").name, {.staleness = 3}).staleness == 3);
+  for (const char* bad : {"essp2x", "ssp99999999999", "s2sp"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(strata::model_name::parse(bad), doctest::Contains(bad), strata::error);
+  }
+}

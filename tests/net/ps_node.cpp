@@ -264,16 +264,14 @@ int main(int argc, char** argv) {
   app.add_option("--sleep-ms", o.sleep_ms, "sleep per clock");
   app.add_option("--throw-at", o.throw_at, "the first local worker throws at this clock");
   app.add_option("--scenario", o.scenario, "plan (seeded workload) | runtime (roles, messages, collectives, repeated runs)");
-  app.add_option("--checkpoint-dir", o.checkpoint.dir, "plan: write checkpoints into DIR");
-  app.add_option("--checkpoint-every", o.checkpoint.every, "plan: a checkpoint every K clocks");
-  app.add_option("--resume", o.checkpoint.resume, "plan: resume from the newest complete checkpoint in DIR");
+  strata::add_checkpoint_options(app, o.checkpoint);  // scenario plan only
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
-  // "essp2" = essp with staleness 2: the name part maps onto a policy in the library.
-  const auto digits = o.model.find_first_of("0123456789");
-  o.consistency = o.model.substr(0, digits);
-  o.staleness = digits == std::string::npos ? 0 : std::stoi(o.model.substr(digits));
   try {
+    // "essp2" = essp with staleness 2: the name part maps onto a policy in the library.
+    const auto m = strata::model_name::parse(o.model);
+    o.consistency = m.name;
+    o.staleness = m.staleness;
     (void)strata::model_params::named(o.consistency, {});
   } catch (const std::exception& e) {
     std::cerr << "ERROR: --model " << o.model << ": " << e.what() << std::endl;

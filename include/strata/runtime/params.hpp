@@ -26,6 +26,34 @@ struct checkpoint_config {
   std::string run_tag;     ///< the program's own signature (data, hyper-parameters): a checkpoint of another tag is refused
 };
 
+/// Adds --checkpoint-dir, --checkpoint-every and --resume to a CLI11-style `app` (anything with
+/// `add_option_function<T>(name, f, description)`), filling `c`. Returns nothing: add checks
+/// (positive K, dir needs every) on the app's options if the program wants them.
+template <class App>
+void add_checkpoint_options(App& app, checkpoint_config& c) {
+  app.template add_option_function<std::string>(
+      "--checkpoint-dir", [&c](const std::string& v) { c.dir = v; }, "write checkpoints into DIR (with --checkpoint-every)");
+  app.template add_option_function<clock_type>(
+      "--checkpoint-every", [&c](const clock_type& v) { c.every = v; }, "a checkpoint every K clocks, when every worker has passed it");
+  app.template add_option_function<std::string>(
+      "--resume", [&c](const std::string& v) { c.resume = v; },
+      "resume from the newest complete checkpoint in DIR (the run's other flags must match it)");
+}
+
+/// A consistency model named with its staleness appended, as test and benchmark programs take it:
+/// "essp2" is {"essp", 2}, "bsp" is {"bsp", 0}. The name part is checked by model_params::named.
+struct model_name {
+  std::string name;
+  int staleness = 0;
+  static model_name parse(const std::string& s) {
+    const auto digits = s.find_first_of("0123456789");
+    if (digits == std::string::npos) return {s, 0};
+    if (s.find_first_not_of("0123456789", digits) != std::string::npos || s.size() - digits > 6)
+      throw error(errc::bad_input, "model '" + s + "': expected a name then a staleness, e.g. essp2");
+    return {s.substr(0, digits), std::stoi(s.substr(digits))};
+  }
+};
+
 struct system_config {
   std::uint32_t nodes = 1;             ///< processes (each a server shard and a set of workers)
   std::uint32_t workers_per_node = 1;  ///< worker threads per process

@@ -70,7 +70,7 @@ struct system_config {
   /// waiting worker once. Off: every message to a shard goes through the shard's thread.
   bool local_shard_calls = true;
   /// Microseconds a worker's (or the coordinator's) thread keeps polling for work, yielding between
-  /// polls, before it sleeps (0: it sleeps at once). A BSP round of 2 workers takes ~4x less time.
+  /// polls, before it sleeps (0: it sleeps at once). A BSP round of 2 workers takes ~3x less time.
   int spin_us = 50;
 };
 

@@ -71,8 +71,7 @@ struct options {
   strata::checkpoint_config checkpoint;
   strata::cluster_options cluster;
   // from --model
-  std::string consistency = "bsp";
-  int staleness = 0;
+  strata::model_name parsed{"bsp", 0};  // from --model: essp2 is {essp, 2}
 };
 
 std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finaliser: the same numbers on every platform
@@ -183,13 +182,13 @@ template <class Transport>
 int run(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
   const std::uint32_t P = nodes * o.wpn;
   const plan pl{o, P};
-  strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness, .checkpoint = o.checkpoint};
+  strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.parsed.staleness, .checkpoint = o.checkpoint};
   {
     std::ostringstream tag;  // a checkpoint of another plan is refused
     tag << "load rows=" << o.rows << " seed=" << o.seed << " incs=" << o.incs << " inc_rows=" << o.inc_rows << " clocks=" << o.clocks;
     cfg.checkpoint.run_tag = tag.str();
   }
-  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
+  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.parsed.name, cfg), std::move(tc));
   auto t = sys.template add_table<row_t>(o.width);
   std::int64_t from = 0;
   if (const auto* r = sys.resumed()) {
@@ -371,10 +370,7 @@ int main(int argc, char** argv) {
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);
   try {
-    const auto m = strata::model_name::parse(o.model);
-    o.consistency = m.name;
-    o.staleness = m.staleness;
-    (void)strata::model_params::named(o.consistency, {});
+    o.parsed = strata::model_name::parse(o.model);
     if (o.inc_rows > o.rows) throw std::invalid_argument("--inc-rows " + std::to_string(o.inc_rows) + " is more than --rows");
     return dispatch(o, [&](auto type, auto tc, std::uint32_t nodes, strata::node_id rank) {
       return run<typename decltype(type)::type>(o, nodes, std::move(tc), rank);

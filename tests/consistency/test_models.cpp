@@ -411,7 +411,7 @@ TEST_CASE("a per-table staleness policy bounds each table's reads by its own bou
   }
 }
 
-TEST_CASE("model names with their staleness: essp2 is essp with s = 2; a malformed one is refused by name") {
+TEST_CASE("model names with their staleness: essp2 is essp with s = 2; a malformed or unknown one is refused by name") {
   const auto a = strata::model_name::parse("essp2");
   CHECK(a.name == "essp");
   CHECK(a.staleness == 2);
@@ -424,4 +424,6 @@ TEST_CASE("model names with their staleness: essp2 is essp with s = 2; a malform
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(strata::model_name::parse(bad), doctest::Contains(bad), strata::error);
   }
+  // An unknown name part is refused by that name, as model_params::named refuses it.
+  CHECK_THROWS_WITH_AS(strata::model_name::parse("foo3"), doctest::Contains("unknown consistency model 'foo'"), strata::error);
 }

@@ -46,8 +46,7 @@ struct options {
   int extra_width = 0;  // wider rows: a different signature, or frames over a small --max-frame
   int sleep_ms = 0;     // per clock, to make a run last (killed-peer test)
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
-  std::string consistency = "bsp";  // from --model: its name part
-  int staleness = 0;                 // ... and its number (essp2: 2)
+  strata::model_name parsed{"bsp", 0};  // from --model: essp2 is {essp, 2}
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::checkpoint_config checkpoint;  // plan: --checkpoint-dir, --checkpoint-every, --resume
   strata::cluster_options cluster;
@@ -58,8 +57,8 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   const std::uint32_t P = nodes * o.wpn;
   const plan pl(static_cast<int>(P), o.clocks, o.rows, o.seed);
   violations bad;
-  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness, .checkpoint = o.checkpoint};
-  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
+  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.parsed.staleness, .checkpoint = o.checkpoint};
+  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.parsed.name, cfg), std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(P) + static_cast<std::size_t>(o.extra_width));
   const auto mp = sys.model();
   try {
@@ -167,8 +166,8 @@ template <class Transport>
 int run_runtime(const options& o, std::uint32_t nodes, typename Transport::config tc, strata::node_id rank) {
   const std::uint32_t P = nodes * o.wpn;
   violations bad;
-  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.staleness};
-  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.consistency, cfg), std::move(tc));
+  const strata::system_config cfg{.nodes = nodes, .workers_per_node = o.wpn, .staleness = o.parsed.staleness};
+  strata::basic_system<Transport> sys(cfg, strata::model_params::named(o.parsed.name, cfg), std::move(tc));
   auto t = sys.template add_table<counts>(P);
   constexpr std::uint32_t rounds = 10;
   try {
@@ -269,10 +268,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     // "essp2" = essp with staleness 2: the name part maps onto a policy in the library.
-    const auto m = strata::model_name::parse(o.model);
-    o.consistency = m.name;
-    o.staleness = m.staleness;
-    (void)strata::model_params::named(o.consistency, {});
+    o.parsed = strata::model_name::parse(o.model);
   } catch (const std::exception& e) {
     std::cerr << "ERROR: --model " << o.model << ": " << e.what() << std::endl;
     return 1;

@@ -40,20 +40,6 @@ void add_checkpoint_options(App& app, checkpoint_config& c) {
       "resume from the newest complete checkpoint in DIR (the run's other flags must match it)");
 }
 
-/// A consistency model named with its staleness appended, as test and benchmark programs take it:
-/// "essp2" is {"essp", 2}, "bsp" is {"bsp", 0}. The name part is checked by model_params::named.
-struct model_name {
-  std::string name;
-  int staleness = 0;
-  static model_name parse(const std::string& s) {
-    const auto digits = s.find_first_of("0123456789");
-    if (digits == std::string::npos) return {s, 0};
-    if (s.find_first_not_of("0123456789", digits) != std::string::npos || s.size() - digits > 6)
-      throw error(errc::bad_input, "model '" + s + "': expected a name then a staleness, e.g. essp2");
-    return {s.substr(0, digits), std::stoi(s.substr(digits))};
-  }
-};
-
 struct system_config {
   std::uint32_t nodes = 1;             ///< processes (each a server shard and a set of workers)
   std::uint32_t workers_per_node = 1;  ///< worker threads per process
@@ -156,6 +142,23 @@ decltype(auto) visit_consistency(const std::string& name, F&& f) {
 inline model_params model_params::named(const std::string& name, const system_config& cfg) {
   return visit_consistency(name, [&]<class C>(std::type_identity<C>) { return model_params::of<C>(cfg); });
 }
+
+/// A consistency model named with its staleness appended, as test and benchmark programs take it:
+/// "essp2" is {"essp", 2}, "bsp" is {"bsp", 0}. An unknown name part is refused as
+/// model_params::named refuses it.
+struct model_name {
+  std::string name;
+  int staleness = 0;
+  static model_name parse(const std::string& s) {
+    const auto digits = s.find_first_of("0123456789");
+    if (digits != std::string::npos &&
+        (s.find_first_not_of("0123456789", digits) != std::string::npos || s.size() - digits > 6))
+      throw error(errc::bad_input, "model '" + s + "': expected a name then a staleness, e.g. essp2");
+    model_name m{s.substr(0, digits), digits == std::string::npos ? 0 : std::stoi(s.substr(digits))};
+    (void)model_params::named(m.name, {});  // throws for an unknown name
+    return m;
+  }
+};
 
 /// A run's configuration as data (serialisable; what a planner names and a trace records): the
 /// consistency model by name and its bounds, and the shape.

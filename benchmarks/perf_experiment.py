@@ -59,6 +59,15 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def variants(specs):
+    """The default configuration ("", no flags), then each NAME=FLAGS of --variant / --lda-variant."""
+    out = [("", [])]
+    for spec in specs:
+        name, flags = spec.split("=", 1)
+        out.append((name, flags.split()))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build-native")
@@ -92,8 +101,7 @@ def main():
             libmf = os.path.join(tmp, "libmf_time")
             run(["g++", "-O3", "-march=native", "-fopenmp", "-DUSESSE", "-DUSEOMP", "-std=c++11", "-I", a.libmf,
                  os.path.join(here, "peers", "libmf_time.cpp"), os.path.join(a.libmf, "mf.o"), "-o", libmf, "-pthread"])
-        variants = [("", [])] + [(v.split("=", 1)[0], v.split("=", 1)[1].split()) for v in a.variant]
-        mf_configs = [(m, m + ("/" + n if n else ""), f) for m in a.models for n, f in variants]
+        mf_configs = [(m, m + ("/" + n if n else ""), f) for m in a.models for n, f in variants(a.variant)]
         for rep in range(a.reps):
             for th in a.threads:
                 for model, label, extra in mf_configs:
@@ -130,7 +138,7 @@ def main():
             warp_bin = os.path.join(tmp, "spam.warp.bin")
             run([os.path.join(a.warplda, "src", "format"), "-input", text, "-prefix", os.path.join(tmp, "spam.warp")])
         lls = {}
-        lda_variants = [("", [])] + [(v.split("=", 1)[0], v.split("=", 1)[1].split()) for v in a.lda_variant]
+        lda_variants = variants(a.lda_variant)
         for rep in range(a.reps):
             for th in a.threads:
                 for vname, extra in lda_variants:

@@ -2,11 +2,14 @@
 // include/strata/ml/trainers/mf_trainer.hpp for the algorithm). Trains on MovieLens small as
 // scripts/fetch_data.sh caches it (ratings.train.txt / ratings.test.txt, a fixed 90/10 split)
 // and reports test RMSE per iteration. The model file format is in include/strata/ml/mf_model.hpp.
+// --mode rotation runs the same SGD by DSGD-style block rotation (workers own disjoint item groups
+// each clock and rotate them: P clocks per epoch; see mf_trainer.hpp).
 // --mode ccd trains by STRADS coordinate descent instead (CCD++, include/strata/ml/trainers/mf_ccd.hpp:
 // --iterations are passes over every column, --inner rounds per column; no table, so --consistency
 // does not matter; --lr, --decay, --block, --save, --load, --predict do not apply).
 //
 //   strata_mf --consistency essp --staleness 2 --workers 4 --iterations 30 --metrics mf.jsonl --save mf.model
+//   strata_mf --mode rotation --workers 2 --consistency bsp --iterations 40
 //   strata_mf --mode ccd --workers 2 --rank 16 --lambda 5 --iterations 10
 //   strata_mf --load mf.model --iterations 0 --predict pairs.txt --predictions predicted.txt
 //   strata_mf --consistency ssp --staleness 0 --adaptive 10 --adaptive-candidates 0,1,2,4 --delay 200
@@ -63,8 +66,10 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--block", mo.block, "users/items per parameter-server row")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
-  app.add_option("--mode", pf.mode, "sgd: data-parallel SGD on the parameter server; ccd: STRADS coordinate descent (CCD++)")
-      ->check(CLI::IsMember({"sgd", "ccd"}))
+  app.add_option("--mode", pf.mode,
+                 "sgd: data-parallel SGD on the parameter server; rotation: SGD by block rotation (DSGD: disjoint item groups "
+                 "per clock, P clocks per epoch); ccd: STRADS coordinate descent (CCD++)")
+      ->check(CLI::IsMember({"sgd", "rotation", "ccd"}))
       ->capture_default_str();
   app.add_option("--inner", pf.inner, "--mode ccd: rounds per column per iteration")->check(CLI::PositiveNumber)->capture_default_str();
   auto* in = app.add_option("--predict", pf.in, "predict ratings for the \"user item\" lines of FILE (after training)");
@@ -109,7 +114,7 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer
   auto c = ex::run_config(cli.so, "mf", mo.iterations);
   c.set("eval_every", mo.eval_every);
   c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda)
-      .set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
+      .set("rotation", mo.rotation).set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
       .set("train_ratings", train.size()).set("test_ratings", test.size()).set("data", cli.data);
   if (!cli.load.empty()) c.set("load", cli.load);
   return c;
@@ -120,6 +125,7 @@ void print_summary(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo,
   ex::summary s("mf", cli.so, mo.iterations);
   s.add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse), true);
   s.add_run(res).add("updates_per_s_per_thread", ex::fmt("%.0f", per_thread));
+  if (mo.rotation) s.add("mode", "rotation").add("block_conflicts", std::to_string(res.block_conflicts));
   s.print();
 }
 
@@ -224,6 +230,11 @@ int main(int argc, char** argv) {
       const auto data = read_data(cli, nullptr);
       return train_ccd(cli, mo, pf, data.first, data.second);
     }
+    if (pf.mode == "rotation") {
+      if (cli.app.count("--clocks-per-epoch") > 0)
+        throw std::runtime_error("--clocks-per-epoch does not apply to --mode rotation (an epoch is one clock per worker)");
+      mo.rotation = true;
+    }
     const auto start = load_start(cli, mo);
     const auto data = read_data(cli, start ? &*start : nullptr);
     const ml::io::rating_set& train = data.first;
@@ -273,7 +284,8 @@ int main(int argc, char** argv) {
         std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());
     print_summary(cli, mo, res);
     if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
-      const std::uint32_t P = cli.so.workers * cli.so.nodes, epochs = std::max<std::uint32_t>(1, mo.iterations / mo.clocks_per_epoch);
+      const std::uint32_t P = cli.so.workers * cli.so.nodes;
+      const std::uint32_t epochs = std::max<std::uint32_t>(1, mo.iterations / (mo.rotation ? P : mo.clocks_per_epoch));
       const ex::bench_rates b = ex::bench_interleaved(
           training_rate(res, P), cli.so.is_tcp() ? 1 : 3, [&] { return training_rate(run({}), P); },
           [&] { return cli.lead() ? ml::mf_baseline_updates_per_s(train, mo, epochs) : 0.0; });

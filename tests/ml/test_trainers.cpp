@@ -169,3 +169,47 @@ TEST_CASE_TEMPLATE("--eval-every: the true model's objective at every k-th itera
   CHECK(l.invariants_ok);
   CHECK(l.iterations.back().objective == doctest::Approx(l.final_loglik).epsilon(1e-9));
 }
+
+TEST_CASE("MF rotation (DSGD): no item block trained by two workers in one clock, every rating once per epoch, one worker's quality") {
+  const auto [train, test] = synthetic_ratings(11);
+  const auto o = mf_opts();  // 60 clocks, 2 per epoch: 30 epochs
+  const std::uint32_t epochs = o.iterations / o.clocks_per_epoch;
+  strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});
+  const auto a = strata::ml::train_mf(one, train, test, o);
+  auto r = o;
+  r.rotation = true;
+  r.iterations = 3 * epochs;  // 3 workers: 3 clocks (sub-epochs) per epoch
+  strata::system<strata::bsp> three({.nodes = 1, .workers_per_node = 3});
+  const auto b = strata::ml::train_mf(three, train, test, r);
+  strata::system<strata::essp<2>> es({.nodes = 1, .workers_per_node = 3});
+  const auto e = strata::ml::train_mf(es, train, test, r);
+  // The check can fail: data-parallel workers train the same item blocks in the same clock.
+  strata::system<strata::bsp> dp({.nodes = 1, .workers_per_node = 3});
+  const auto d = strata::ml::train_mf(dp, train, test, o);
+  INFO("1 worker " << a.final_rmse << ", rotation bsp " << b.final_rmse << ", rotation essp " << e.final_rmse << ", data-parallel "
+                   << d.final_rmse << " (" << d.block_conflicts << " conflicts)");
+  CHECK(b.block_conflicts == 0);
+  CHECK(e.block_conflicts == 0);
+  CHECK(d.block_conflicts > 0);
+  CHECK(b.sgd_updates == std::uint64_t{epochs} * train.size());
+  CHECK(e.sgd_updates == std::uint64_t{epochs} * train.size());
+  CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.03);
+  CHECK(std::abs(a.final_rmse - e.final_rmse) < 0.03);
+  CHECK(b.final_rmse < b.iterations.front().metric - 0.1);
+}
+
+TEST_CASE("MF rotation with one worker is data-parallel SGD with one clock per epoch, step for step") {
+  const auto [train, test] = synthetic_ratings(11);
+  auto o = mf_opts();
+  o.clocks_per_epoch = 1;
+  o.iterations = 20;
+  auto r = o;
+  r.rotation = true;
+  strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 1}), s2({.nodes = 1, .workers_per_node = 1});
+  const auto a = strata::ml::train_mf(s1, train, test, o);
+  const auto b = strata::ml::train_mf(s2, train, test, r);
+  REQUIRE(a.iterations.size() == b.iterations.size());
+  for (std::size_t i = 0; i < a.iterations.size(); ++i) CHECK(a.iterations[i].metric == b.iterations[i].metric);
+  CHECK(a.final_rmse == b.final_rmse);
+  CHECK(a.final_rmse < a.iterations.front().metric - 0.05);
+}

@@ -44,6 +44,8 @@ class dense_row {
   /// The values as an xtensor, for expression arithmetic.
   const xt::xtensor<T, 1>& values() const noexcept { return v_; }
   std::span<const T> span() const noexcept { return {v_.data(), v_.size()}; }
+  /// The values to write in place (e.g. a whole delta row at once instead of `inc` per column).
+  std::span<T> mutable_span() noexcept { return {v_.data(), v_.size()}; }
 
   void encode(byte_writer& w) const { w.put_span(span()); }
   static dense_row decode(byte_reader& r, std::size_t width) {

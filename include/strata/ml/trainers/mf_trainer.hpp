@@ -24,6 +24,21 @@
 /// it is the same whether the workers share one process or live in several (tcp). The
 /// per-iteration statistics are merged over all workers the same way (run_reducer).
 ///
+/// Rotation mode (`rotation`, DSGD as in Gemulla et al. and STRADS' block rotation for MF): the
+/// item blocks are also split into P groups (greedily, so that every (worker, group) cell carries
+/// about the same ratings), and an epoch is P clocks (sub-epochs); in sub-epoch s worker p runs
+/// SGD over exactly its ratings whose item is in group (p + s) mod P. No two workers touch the
+/// same item row in a clock, so under BSP every read sees the row's last writer's update (the run
+/// is a serial SGD order: exact DSGD), and each clock moves 1/P of the item table per worker
+/// instead of every item row the worker's users rated. Under SSP/ESSP a read may be up to s clocks
+/// stale, as the model allows.
+///
+/// User rows have one writer in both modes (users are partitioned by block), so a worker reads its
+/// W blocks once per run and then keeps them: after each push it adds the pushed difference to
+/// its mirror of the server's value, which is exactly what a re-read would return under BSP (the
+/// server adds the same float difference once per clock), so resumed and uninterrupted runs
+/// still end with identical tables.
+///
 /// A run can start from a saved model (`mf_trainer_options::start`, ml/mf_model.hpp) instead of
 /// the hashed initialisation, and can hand its final model back (`run_options::keep_model`):
 /// worker 0 reads every row once the updates are in.
@@ -41,6 +56,7 @@
 #include <strata/table/dense_row.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -64,6 +80,8 @@ struct mf_trainer_options : run_options {
   double decay = 0.05;             ///< learning-rate decay per iteration
   double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i)
   std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings
+                                       ///< (data-parallel mode; rotation: P clocks per epoch)
+  bool rotation = false;           ///< DSGD-style block rotation (see the file comment) instead of data-parallel SGD
   float init_scale = 0.1f;         ///< initial factors uniform in [−init_scale, init_scale] (biases 0)
   std::uint32_t block = 16;        ///< users / items per PS row
   std::uint32_t work_repeat = 1;   ///< compute each iteration's SGD pass this many times (slows workers
@@ -76,6 +94,9 @@ struct mf_trainer_options : run_options {
 struct mf_run : run_outcome {
   double final_rmse = 0;          ///< exact test RMSE of the final tables
   std::uint64_t sgd_updates = 0;  ///< SGD steps done (all workers)
+  /// (iteration, item block) pairs that more than one worker trained (counted among the workers of
+  /// this process, exactly under BSP): 0 in rotation mode, many in data-parallel mode.
+  std::uint64_t block_conflicts = 0;
   mf_biased_model model;          ///< the final model, with keep_model, in the process of worker 0 (else empty)
 };
 
@@ -164,6 +185,41 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   std::vector<std::vector<io::rating>> part(P), test_part(P);
   for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
   for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
+  // Rotation: the group of each item block, so that every (worker, group) cell has about the same
+  // ratings (blocks by decreasing ratings, each to the group whose heaviest cell grows least).
+  std::vector<std::uint32_t> igroup(ib, 0);
+  if (o.rotation && P > 1) {
+    std::vector<std::uint64_t> cell(std::size_t{ib} * P, 0), total(ib, 0), load(std::size_t{P} * P, 0);
+    for (const auto& r : train.ratings) ++cell[std::size_t{r.item / B} * P + owner[r.user / B]], ++total[r.item / B];
+    std::vector<std::uint32_t> by_weight(ib);
+    std::iota(by_weight.begin(), by_weight.end(), 0u);
+    std::stable_sort(by_weight.begin(), by_weight.end(), [&](auto a, auto b) { return total[a] > total[b]; });
+    for (std::uint32_t b : by_weight) {
+      std::uint32_t best = 0;
+      std::uint64_t best_max = ~std::uint64_t{0}, best_sum = ~std::uint64_t{0};
+      for (std::uint32_t g = 0; g < P; ++g) {
+        std::uint64_t mx = 0, sum = 0;
+        for (std::uint32_t q = 0; q < P; ++q) {
+          mx = std::max(mx, load[std::size_t{q} * P + g] + cell[std::size_t{b} * P + q]);
+          sum += load[std::size_t{q} * P + g];
+        }
+        if (mx < best_max || (mx == best_max && sum < best_sum)) best = g, best_max = mx, best_sum = sum;
+      }
+      igroup[b] = best;
+      for (std::uint32_t q = 0; q < P; ++q) load[std::size_t{q} * P + best] += cell[std::size_t{b} * P + q];
+    }
+  }
+  const std::uint32_t K = o.rotation ? P : std::max<std::uint32_t>(1, o.clocks_per_epoch);  // clocks per epoch
+  // Who trained each item block last: (iteration << 32) | (worker + 1), for block_conflicts.
+  std::vector<std::atomic<std::uint64_t>> holder(ib);
+  std::atomic<std::uint64_t> conflicts{0};
+  const auto claim = [&holder, &conflicts](std::uint32_t b, std::uint32_t it, worker_id p) {
+    const std::uint64_t mine = (std::uint64_t{it} << 32) | (std::uint64_t{p} + 1);
+    std::uint64_t cur = holder[b].load(std::memory_order_relaxed);
+    while ((cur >> 32) < it && !holder[b].compare_exchange_weak(cur, mine, std::memory_order_relaxed)) {
+    }
+    if ((cur >> 32) == it && cur != mine) conflicts.fetch_add(1, std::memory_order_relaxed);
+  };
 
   const auto rmse = [](double sq, double n) { return n > 0 ? std::sqrt(sq / n) : 0.0; };
   mf_biased_model model;  // with keep_model: filled by worker 0 at the end
@@ -198,6 +254,8 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   struct worker_state {
     std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
     std::vector<float> Wl, Wo, Hl, Ho, Winit, Hinit;  // local copies by block (only the blocks read are filled)
+    std::vector<float> Ws;                            // the server's value of this worker's W blocks (its mirror)
+    std::vector<std::size_t> slice_end;               // end of each clock's slice of `order` (K entries)
     std::vector<char> loaded, train_block;
     std::vector<io::rating> data;                              // its ratings, grouped by item block
     std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
@@ -254,6 +312,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     st->Wl.assign(std::size_t{ub} * bw, 0.0f);
     st->Wo = st->Wl;
     st->Winit = st->Wl;
+    st->Ws = st->Wl;
     st->Hl.assign(std::size_t{ib} * bw, 0.0f);
     st->Ho = st->Hl;
     st->Hinit = st->Hl;
@@ -267,16 +326,24 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
           st->Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
     st->loaded.assign(ib, 0);
     st->train_block.assign(ib, 0);
-    st->data = mine;
-    std::stable_sort(st->data.begin(), st->data.end(), [B](const io::rating& x, const io::rating& y) { return x.item / B < y.item / B; });
-    for (std::size_t i = 0; i < st->data.size();) {
-      std::size_t j = i;
-      while (j < st->data.size() && st->data[j].item / B == st->data[i].item / B) ++j;
-      st->groups.emplace_back(i, j);
-      st->train_block[st->data[i].item / B] = 1;
-      i = j;
+    // Its ratings grouped by item block, each block's in their original order (a counting sort).
+    std::vector<std::size_t> at(std::size_t{ib} + 1, 0);
+    for (const auto& r : mine) ++at[r.item / B + 1];
+    for (std::uint32_t b = 0; b < ib; ++b) {
+      if (at[b + 1] > 0) st->groups.emplace_back(at[b], at[b] + at[b + 1]), st->train_block[b] = 1;
+      at[b + 1] += at[b];
     }
+    st->data.resize(mine.size());
+    for (const auto& r : mine) st->data[at[r.item / B]++] = r;
     st->order.reserve(st->data.size());
+    if (o.rotation) {  // sub-epoch s: the ratings of group (p + s) mod P
+      std::vector<std::size_t> in_group(P, 0);
+      for (const auto& r : st->data) ++in_group[igroup[r.item / B]];
+      std::size_t n = 0;
+      for (std::uint32_t s = 0; s < K; ++s) st->slice_end.push_back(n += in_group[(p + s) % P]);
+    } else {
+      for (std::uint32_t s = 0; s < K; ++s) st->slice_end.push_back(st->data.size() * (s + 1) / K);
+    }
     st->rng.seed(detail::mf_mix(o.seed * 7919 + p));
     return st;
   };
@@ -302,7 +369,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     w.on_checkpoint([&st] { return st.save(); });
     const auto& my_test = test_part[p];
     auto &ublocks = st.ublocks, &iblocks = st.iblocks;
-    auto &Wl = st.Wl, &Wo = st.Wo, &Hl = st.Hl, &Ho = st.Ho, &Winit = st.Winit, &Hinit = st.Hinit;
+    auto &Wl = st.Wl, &Wo = st.Wo, &Ws = st.Ws, &Hl = st.Hl, &Ho = st.Ho, &Winit = st.Winit, &Hinit = st.Hinit;
     auto &loaded = st.loaded, &train_block = st.train_block;
     auto& data = st.data;
     auto& groups = st.groups;
@@ -337,9 +404,22 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         if (b % P == p) reg += mf_sq_norm(std::span<const float>(Hl.data() + b * bw, bw));
       return sq + o.lambda * reg;
     };
-    // Reads: this worker's W blocks and the H blocks of its test-only items at the start of an
-    // iteration; the other H blocks just before the pass first needs them (after a yield, so
-    // rows pushed meanwhile are taken in): the pass visits ratings grouped by item block.
+    // Reads: this worker's W blocks once per run (it is their only writer), the H blocks of its
+    // test-only items at the start of an iteration, the other H blocks just before the pass first
+    // needs them (after a yield, so rows pushed meanwhile are taken in): the pass visits ratings
+    // grouped by item block.
+    bool w_read = false;
+    auto read_w = [&]() -> task<> {
+      if (w_read) co_return;
+      if (o.prefetch)
+        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+      for (std::uint32_t b : ublocks) {
+        const auto& row = co_await w.get(Wt, b);
+        const auto s = row.span();
+        for (std::size_t k = 0; k < bw; ++k) Ws[b * bw + k] = s[k], Wl[b * bw + k] = Wo[b * bw + k] = Winit[b * bw + k] + s[k];
+      }
+      w_read = true;
+    };
     auto load_h = [&](std::uint32_t b) -> task<> {
       const auto& row = co_await w.get(Ht, b);
       const auto s = row.span();
@@ -348,31 +428,19 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     };
     auto read_start = [&]() -> task<> {
       std::fill(loaded.begin(), loaded.end(), 0);
-      if (o.prefetch) {
-        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+      if (o.prefetch)
         for (std::uint32_t b : iblocks)
           if (!train_block[b]) prefetch(w, Ht, b);
-      }
-      for (std::uint32_t b : ublocks) {
-        const auto& row = co_await w.get(Wt, b);
-        const auto s = row.span();
-        for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Wo[b * bw + k] = Winit[b * bw + k] + s[k];
-      }
+      co_await read_w();
       for (std::uint32_t b : iblocks)
         if (!train_block[b]) co_await load_h(b);
     };
-    // The model for evaluation (a snapshot, or the final RMSE): every W block of this worker and
+    // The model for evaluation (a snapshot, or the final RMSE): this worker's W blocks (kept) and
     // every H block of its items, as the server holds them now.
     auto read_model = [&]() -> task<> {
-      if (o.prefetch) {
-        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+      if (o.prefetch)
         for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
-      }
-      for (std::uint32_t b : ublocks) {
-        const auto& row = co_await w.get(Wt, b);
-        const auto s = row.span();
-        for (std::size_t k = 0; k < bw; ++k) Wl[b * bw + k] = Winit[b * bw + k] + s[k];
-      }
+      co_await read_w();
       for (std::uint32_t b : iblocks) co_await load_h(b);
     };
 
@@ -387,26 +455,28 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     }
 
     const auto lam = static_cast<float>(o.lambda);
-    const std::uint32_t K = std::max<std::uint32_t>(1, o.clocks_per_epoch);
     volatile float sink = 0;
     for (std::uint32_t j = 1; j <= seg_count; ++j) {
       const std::uint32_t it = seg_first - 1 + j;  // the iteration, numbered over the whole run
       co_await read_start();
       const std::uint32_t epoch = (it - 1) / K, slice = (it - 1) % K;
-      if (slice == 0) {  // new epoch: random block order, random order inside each block
+      if (slice == 0) {  // new epoch: random block order, random order inside each block (rotation: by sub-epoch)
         std::shuffle(groups.begin(), groups.end(), rng);
         order.clear();
-        for (auto [g0, g1] : groups) {
-          std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), rng);
-          for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
-        }
+        for (std::uint32_t s = 0; s < (o.rotation ? K : 1); ++s)
+          for (auto [g0, g1] : groups) {
+            if (o.rotation && igroup[data[g0].item / B] != (p + s) % P) continue;
+            std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), rng);
+            for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
+          }
       }
-      const std::size_t lo = order.size() * slice / K, hi = order.size() * (slice + 1) / K;
+      const std::size_t lo = slice == 0 ? 0 : st.slice_end[slice - 1], hi = st.slice_end[slice];
       const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));
       double sq = 0;
       for (std::size_t x = lo; x < hi; ++x) {
         const io::rating& r = data[order[x]];
         if (!loaded[r.item / B]) {
+          claim(r.item / B, it, p);
           co_await w.yield();
           co_await load_h(r.item / B);
         }
@@ -440,15 +510,21 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
                       const std::vector<std::uint32_t>& blocks) -> task<> {
         for (std::uint32_t b : blocks) {
           dense_row<float> d(bw);
+          const std::span<float> x = d.mutable_span();
           bool any = false;
           for (std::size_t k = 0; k < bw; ++k) {
-            const float x = now[b * bw + k] - old[b * bw + k];
-            if (x != 0.0f) d.inc(static_cast<col_id>(k), x), any = true;
+            x[k] = now[b * bw + k] - old[b * bw + k];
+            any |= x[k] != 0.0f;
           }
           if (any) co_await w.inc_row(table, b, std::move(d));
         }
       };
       co_await push(Wt, Wl, Wo, ublocks);
+      for (std::uint32_t b : ublocks)  // the server now holds Ws + (Wl − Wo): keep its value, as a re-read would
+        for (std::size_t k = b * bw; k < (b + 1) * bw; ++k) {
+          Ws[k] += Wl[k] - Wo[k];
+          Wl[k] = Wo[k] = Winit[k] + Ws[k];
+        }
       std::vector<std::uint32_t> read_blocks;
       for (std::uint32_t b : iblocks)
         if (loaded[b]) read_blocks.push_back(b);
@@ -539,6 +615,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     if (seg_last) {
       out.final_rmse = rmse(f[0], f[1]);
       out.sgd_updates = static_cast<std::uint64_t>(f[2] + 0.5);
+      out.block_conflicts = conflicts.load();
     }
   } while (done < o.iterations);
   out.iterations = std::move(trace);

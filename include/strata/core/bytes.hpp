@@ -25,10 +25,13 @@ class byte_writer {
     put_bytes(s.data(), s.size_bytes());
   }
   void put_bytes(const void* p, std::size_t n) {
-    const auto at = out_->size();
-    out_->resize(at + n);
-    if (n) std::memcpy(out_->data() + at, p, n);
+    const auto* b = static_cast<const std::byte*>(p);
+    out_->insert(out_->end(), b, b + n);  // no zero fill before the copy (resize would)
   }
+  /// Bytes written so far.
+  std::size_t size() const noexcept { return out_->size(); }
+  /// Makes room for `more` bytes beyond those written, so that a long run of puts copies once.
+  void reserve(std::size_t more) { out_->reserve(out_->size() + more); }
 
  private:
   std::vector<std::byte>* out_;
@@ -58,6 +61,12 @@ class byte_reader {
   void skip(std::size_t n) {
     if (n > in_.size() - pos_) throw error(errc::bad_frame, "payload truncated");
     pos_ += n;
+  }
+  /// The next n bytes, in place (read them with memcpy: they need not be aligned).
+  std::span<const std::byte> take(std::size_t n) {
+    if (n > in_.size() - pos_) throw error(errc::bad_frame, "payload truncated");
+    pos_ += n;
+    return in_.subspan(pos_ - n, n);
   }
   std::size_t remaining() const noexcept { return in_.size() - pos_; }
   bool done() const noexcept { return pos_ == in_.size(); }

@@ -295,13 +295,14 @@ class server_shard {
       if (subscribed) {
         out.writers = writers(out.reflects);
         byte_writer wr(out.payload.bytes);
-        for (auto [t, r] : changed) {
+        for (std::size_t k = 0; k < changed.size(); ++k) {
+          const auto [t, r] = changed[k];
           const auto* subs = tables_[t]->subscribers(r);
           if (!subs || std::find(subs->begin(), subs->end(), w) == subs->end()) continue;
           wr.put(t);
           wr.put(r);
           tables_[t]->encode(r, wr);
-          ++out.count;
+          if (++out.count == 1) wr.reserve(wr.size() * (changed.size() - k - 1));  // rows are about this size
         }
       }
       send_(wm_.of(w), std::move(out));

@@ -136,11 +136,12 @@ class client_table final : public client_table_base {
     auto& log = oplog_[shard];
     if (log.empty()) return 0;
     std::uint32_t n = 0;
+    const std::size_t at = out.size();
     for (const auto& [r, d] : log) {
       out.put(id_);
       out.put(r);
       d.encode(out);
-      ++n;
+      if (++n == 1) out.reserve((out.size() - at) * (log.size() - 1));  // rows are about this size
     }
     inflight_[shard].emplace_back(seq, std::move(log));
     log = {};
@@ -168,8 +169,18 @@ class client_table final : public client_table_base {
     ++unpins_;
   }
   void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) override {
-    R d = R::decode(in, width_);
     auto at = cache_.find(row);
+    if constexpr (requires(R& r) { r.assign_encoded(in); }) {  // opt-in: refresh a cached row in place
+      if (at != cache_.end() && at->second.data.width() == width_) {
+        entry& e = at->second;
+        e.data.assign_encoded(in);
+        for (const auto& [seq, log] : inflight_[shard])
+          if (auto it = log.find(row); it != log.end()) e.data.add(it->second);
+        if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) e.data.add(it->second);
+        return stored(e, reflects, push, view);
+      }
+    }
+    R d = R::decode(in, width_);
     if (at == cache_.end() && capacity_ > 0) {
       // Evicted (or never asked for): re-growing the cache with it would defeat the bound, and a
       // later read asks its shard again with its own clock's requirement.
@@ -182,10 +193,7 @@ class client_table final : public client_table_base {
     if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) d.add(it->second);
     auto& e = at != cache_.end() ? at->second : cache_[row];
     e.data = std::move(d);
-    e.reflects = reflects;
-    e.view = view;
-    e.valid = true;
-    if (!push && e.requested) e.requested = false, ++unpins_;
+    stored(e, reflects, push, view);
   }
   void for_each_view(const std::function<void(std::uint32_t&)>& f) override {
     for (auto& [r, e] : cache_) f(e.view);
@@ -199,6 +207,13 @@ class client_table final : public client_table_base {
     auto [it, fresh] = log.try_emplace(r);
     if (fresh) it->second = R(width_);
     return it->second;
+  }
+  /// Marks entry e's new data (a reply or a push reflecting clock `reflects`) as the cached row.
+  void stored(entry& e, clock_type reflects, bool push, std::uint32_t view) {
+    e.reflects = reflects;
+    e.view = view;
+    e.valid = true;
+    if (!push && e.requested) e.requested = false, ++unpins_;
   }
   /// The oplog entry of a cached row, remembered in the entry until the next flush (saves a lookup).
   R& pending_of(entry& e, row_id r) {

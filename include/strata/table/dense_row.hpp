@@ -1,6 +1,8 @@
 #pragma once
 /// \file dense_row<T>: a fixed-width contiguous row on xtensor storage; travels as raw bytes.
+#include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <span>
 #include <type_traits>
 
@@ -48,6 +50,18 @@ class dense_row {
   std::span<T> mutable_span() noexcept { return {v_.data(), v_.size()}; }
 
   void encode(byte_writer& w) const { w.put_span(span()); }
+  /// Adds an encoded row of this row's width in place (no temporary row; the server's apply).
+  void add_encoded(byte_reader& r) {
+    const std::byte* q = r.take(v_.size() * sizeof(T)).data();
+    T* p = v_.data();
+    for (std::size_t i = 0, n = v_.size(); i < n; ++i) {
+      T x;
+      std::memcpy(&x, q + i * sizeof(T), sizeof(T));
+      p[i] += x;
+    }
+  }
+  /// Replaces the values with an encoded row of this row's width (a cache refresh, no allocation).
+  void assign_encoded(byte_reader& r) { r.get_span(std::span<T>(v_.data(), v_.size())); }
   static dense_row decode(byte_reader& r, std::size_t width) {
     dense_row row(width);
     r.get_span(std::span<T>(row.v_.data(), width));
@@ -56,8 +70,19 @@ class dense_row {
   /// Checks an encoded row without keeping it; a floating-point row must hold finite values only.
   static void skip(byte_reader& r, std::size_t width) {
     if constexpr (std::is_floating_point_v<T>) {
-      if (width * sizeof(T) > r.remaining()) throw error(errc::bad_frame, "payload truncated");
-      for (std::size_t c = 0; c < width; ++c) check_finite(static_cast<col_id>(c), r.get<T>());
+      const std::byte* q = r.take(width * sizeof(T)).data();
+      bool finite = true;  // one pass without a branch per value; the column is found only on failure
+      for (std::size_t c = 0; c < width; ++c) {
+        T x;
+        std::memcpy(&x, q + c * sizeof(T), sizeof(T));
+        finite &= std::isfinite(x);
+      }
+      if (!finite)
+        for (std::size_t c = 0; c < width; ++c) {
+          T x;
+          std::memcpy(&x, q + c * sizeof(T), sizeof(T));
+          check_finite(static_cast<col_id>(c), x);
+        }
     } else {
       r.skip(width * sizeof(T));
     }

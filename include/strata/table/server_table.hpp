@@ -43,12 +43,19 @@ class server_table final : public server_table_base {
   explicit server_table(std::size_t width) : width_(width) {}
 
   void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) override {
-    R d = R::decode(in, width_);
-    if (immediate) slot(row).data.add(d);
-    else {
-      auto& p = pending_[tag];
-      auto [it, fresh] = p.try_emplace(row, std::move(d));
-      if (!fresh) it->second.add(d);
+    if constexpr (requires(R& r) { r.add_encoded(in); }) {  // opt-in: add straight from the bytes
+      if (immediate) return slot(row).data.add_encoded(in);
+      auto [it, fresh] = pending_[tag].try_emplace(row);
+      if (fresh) it->second = R::decode(in, width_);
+      else it->second.add_encoded(in);
+    } else {
+      R d = R::decode(in, width_);
+      if (immediate) slot(row).data.add(d);
+      else {
+        auto& p = pending_[tag];
+        auto [it, fresh] = p.try_emplace(row, std::move(d));
+        if (!fresh) it->second.add(d);
+      }
     }
   }
   void check(byte_reader& in) const override { skip_row<R>(in, width_); }

@@ -47,6 +47,7 @@
 #include <cereal/types/utility.hpp>
 #include <cereal/types/vector.hpp>
 #include <strata/consistency/models.hpp>
+#include <strata/core/huge_pages.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
 #include <strata/ml/mf_model.hpp>
@@ -253,11 +254,12 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   const std::size_t bw = std::size_t{B} * W1;
   struct worker_state {
     std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
-    std::vector<float> Wl, Wo, Hl, Ho, Winit, Hinit;  // local copies by block (only the blocks read are filled)
-    std::vector<float> Ws;                            // the server's value of this worker's W blocks (its mirror)
+    using floats = std::vector<float, huge_page_allocator<float>>;  // set up at the start of the run: see core/huge_pages.hpp
+    floats Wl, Wo, Hl, Ho, Winit, Hinit;  // local copies by block (only the blocks read are filled)
+    floats Ws;                            // the server's value of this worker's W blocks (its mirror)
     std::vector<std::size_t> slice_end;               // end of each clock's slice of `order` (K entries)
     std::vector<char> loaded, train_block;
-    std::vector<io::rating> data;                              // its ratings, grouped by item block
+    std::vector<io::rating, huge_page_allocator<io::rating>> data;  // its ratings, grouped by item block
     std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
     std::vector<std::uint32_t> order;                          // this epoch's visiting order (indices into data)
     std::mt19937_64 rng;
@@ -472,22 +474,31 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       }
       const std::size_t lo = slice == 0 ? 0 : st.slice_end[slice - 1], hi = st.slice_end[slice];
       const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));
-      double sq = 0;
-      for (std::size_t x = lo; x < hi; ++x) {
-        const io::rating& r = data[order[x]];
-        if (!loaded[r.item / B]) {
-          claim(r.item / B, it, p);
-          co_await w.yield();
-          co_await load_h(r.item / B);
+      // The SGD steps from x up to the first rating whose item block is not loaded yet (or `end`):
+      // a plain function, so that the hot loop's variables live in registers, not the coroutine frame.
+      auto steps = [&](std::size_t x, std::size_t end, double& sq_out) {
+        double acc = 0;
+        for (; x < end; ++x) {
+          const io::rating& r = data[order[x]];
+          if (!loaded[r.item / B]) break;
+          float* u = urow(r.user);
+          float* v = irow(r.item);
+          for (std::uint32_t rep = 1; rep < o.work_repeat; ++rep) sink = sink + mf_dot(u, v, R) * 1e-30f;
+          const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
+          const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
+          u[R] += eta * (e - lu * u[R]);
+          v[R] += eta * (e - li * v[R]);
+          acc += static_cast<double>(e) * e;
         }
-        float* u = urow(r.user);
-        float* v = irow(r.item);
-        for (std::uint32_t rep = 1; rep < o.work_repeat; ++rep) sink = sink + mf_dot(u, v, R) * 1e-30f;
-        const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
-        const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
-        u[R] += eta * (e - lu * u[R]);
-        v[R] += eta * (e - li * v[R]);
-        sq += static_cast<double>(e) * e;
+        sq_out += acc;
+        return x;
+      };
+      double sq = 0;
+      for (std::size_t x = steps(lo, hi, sq); x < hi; x = steps(x, hi, sq)) {
+        const std::uint32_t b = data[order[x]].item / B;
+        claim(b, it, p);
+        co_await w.yield();
+        co_await load_h(b);
       }
       my_updates += hi - lo;
       // Evaluation (excluded from the timing): this worker's view now, or (eval_every) the true
@@ -506,7 +517,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       // Push the differences.
-      auto push = [&](auto table, const std::vector<float>& now, const std::vector<float>& old,
+      auto push = [&](auto table, const worker_state::floats& now, const worker_state::floats& old,
                       const std::vector<std::uint32_t>& blocks) -> task<> {
         for (std::uint32_t b : blocks) {
           dense_row<float> d(bw);

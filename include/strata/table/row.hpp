@@ -19,6 +19,11 @@ using col_id = std::uint32_t;
 /// (`inc(col, v)`, `add(other)`: a row doubles as an aggregated delta), reads `get(col)`, reports
 /// `magnitude()` (sum of |value|, for value-bounded consistency), and
 /// encodes itself as bytes (`encode` / `R::decode`) for the wire.
+///
+/// Optional, detected where used: `void add_encoded(byte_reader&)` (add an encoded delta of the
+/// row's width in place: the server's apply then builds no temporary row) and `void
+/// assign_encoded(byte_reader&)` (replace the values with an encoded row: a cached row is refreshed
+/// in place); both must consume exactly one encoded row and leave the row unchanged when they throw.
 template <class R>
 concept row_type = std::default_initializable<R> && std::copyable<R> &&
     requires(R r, const R cr, col_id c, typename R::value_type v, byte_writer& w, byte_reader& rd,

@@ -125,7 +125,8 @@ TEST_CASE("checkpoint file: round trip, and refused when corrupt, of another ver
   // Another format version, with a valid checksum (as a newer build would write it).
   auto bytes = ckpt::read_all(p);
   bytes[8] = std::byte{2};
-  bytes.resize(bytes.size() - 32);
+  REQUIRE(bytes.size() > 32);
+  bytes.erase(bytes.end() - 32, bytes.end());  // the checksum (erase: resize's growth path trips GCC 12's -Wstringop-overflow at -O1)
   const auto sum = ckpt::sha256_of(bytes);
   for (auto b : sum) bytes.push_back(std::byte{b});
   ckpt::write_atomic(p, bytes);

@@ -45,9 +45,9 @@ class server_table final : public server_table_base {
   void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) override {
     if constexpr (requires(R& r) { r.add_encoded(in); }) {  // opt-in: add straight from the bytes
       if (immediate) return slot(row).data.add_encoded(in);
-      auto [it, fresh] = pending_[tag].try_emplace(row);
-      if (fresh) it->second = R::decode(in, width_);
-      else it->second.add_encoded(in);
+      auto& p = pending_[tag];
+      if (auto it = p.find(row); it != p.end()) it->second.add_encoded(in);
+      else p.emplace(row, R::decode(in, width_));  // decoded first: a short payload leaves no entry behind
     } else {
       R d = R::decode(in, width_);
       if (immediate) slot(row).data.add(d);

@@ -2,7 +2,8 @@
 // converges to the exact full conditional (chi-square against lda_topic_probabilities, with a
 // stale word proposal), it moves exactly one token, the sequential trainer reaches the exact
 // sampler's log-likelihood on a corpus drawn from known topics, and the distributed trainer
-// keeps the count invariants exactly with it.
+// keeps the count invariants exactly with it; and the exact sampler's two sweep paths (local word
+// rows, per-pair reads under a value bound) both reach the sequential sampler's log-likelihood.
 #include <doctest/doctest.h>
 
 #include "../support/ml_data.hpp"
@@ -171,4 +172,49 @@ TEST_CASE_TEMPLATE("LDA trainer with the MH sampler: count invariants exact at 1
     const double tol = std::is_same_v<C, strata::bsp> ? 0.03 : 0.10;
     CHECK(std::abs(best_mh - best_exact) < tol * std::abs(best_exact));
   }
+}
+
+TEST_CASE("LDA trainer, exact sampler: local word rows (BSP, ESSP) and per-pair reads (VAP) reach the sequential sampler's loglik") {
+  // Under every model whose increments leave at the clock, the trainer samples a sweep against a
+  // local copy of each word row (read at its first use, plus its own moves) and sends each word's
+  // net change once; under VAP it reads and sends per (document, word) pair. Both are the exact
+  // Gibbs sampler, so on planted topics both end where the sequential sampler ends.
+  const std::uint32_t V = 60, T = 5;
+  const auto docs = planted_docs(150, 60, T, V, 12);
+  const auto corpus = ml::lda_corpus::from_tokens(docs, V);
+  double best_ref = -1e300, initial = 0;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    ml::lda_options o;
+    o.num_topics = T;
+    o.iterations = 30;
+    o.loglik_every = 0;
+    o.seed = seed;
+    o.sampler = ml::lda_sampler::sparse;
+    const auto r = ml::lda_reference(docs, V, o);
+    best_ref = std::max(best_ref, r.loglik.back());
+    initial = r.loglik.front();
+  }
+  REQUIRE(best_ref - initial > 0.15 * std::abs(best_ref));  // training moved far: 3% is a real bound
+  auto best_of = [&]<class C>(std::uint32_t workers) {
+    double best = -1e300;
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+      ml::lda_trainer_options o;
+      o.topics = T;
+      o.iterations = 30;
+      o.seed = seed;
+      o.keep_model = true;
+      strata::system<C> sys({.nodes = 1, .workers_per_node = workers});
+      const auto run = ml::train_lda(sys, corpus, o);
+      INFO(C::name() << ", " << workers << " worker(s), seed " << seed << ": " << run.invariant_error);
+      CHECK(run.invariants_ok);
+      CHECK(run.model.tokens() == static_cast<std::int64_t>(corpus.tokens()));
+      CHECK(run.tokens_sampled == o.iterations * corpus.tokens());
+      best = std::max(best, run.final_loglik);
+    }
+    return best;
+  };
+  const double bsp1 = best_of.operator()<strata::bsp>(1), bsp2 = best_of.operator()<strata::bsp>(2),
+               essp2 = best_of.operator()<strata::essp<2>>(2), vap1 = best_of.operator()<strata::vap<40.0>>(1);
+  INFO("sequential " << best_ref << ", bsp 1 worker " << bsp1 << ", bsp 2 " << bsp2 << ", essp 2 " << essp2 << ", vap 1 " << vap1);
+  for (double ll : {bsp1, bsp2, essp2, vap1}) CHECK(std::abs(ll - best_ref) < 0.03 * std::abs(best_ref));
 }

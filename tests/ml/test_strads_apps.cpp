@@ -2,7 +2,7 @@
 // and MF by CCD++ (ml/trainers/mf_ccd.hpp). LDA: exact count invariants at 1, 2 and 4 workers
 // (also under ESSP: the rotation uses no table), every worker holds every block once per sweep and
 // no block is held twice in a sub-round, the initial LL equals the data-parallel trainer's, and the
-// final LL is within 3% of the data-parallel BSP trainer's after the same sweeps. MF: the same
+// final LL is within 3% of the data-parallel BSP trainer's (best of 3 seeds) after the same sweeps. MF: the same
 // result at 1, 2 and 4 workers (CCD++ is deterministic), the loss never rises, and the test RMSE
 // within 0.02 of the SGD trainer's on the synthetic ratings.
 #include <doctest/doctest.h>
@@ -14,6 +14,7 @@
 #include <strata/ml/trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -37,10 +38,18 @@ ml::lda_rotation_run rotation(std::uint32_t workers, const ml::lda_corpus& c, ml
   return ml::train_lda_rotation(sys, c, o);
 }
 
-ml::lda_run data_parallel(std::uint32_t workers, const ml::lda_corpus& c) {
+ml::lda_run data_parallel(std::uint32_t workers, const ml::lda_corpus& c, std::uint64_t seed = 1) {
   strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = workers});
   ml::lda_trainer_options o = rot_opts();
+  o.seed = seed;
   return ml::train_lda(sys, c, o);
+}
+/// The best final LL of the data-parallel BSP trainer over seeds 1-3: one chain can settle in a
+/// worse local optimum than another (12 sweeps, seeds 1-20: -7766 to -7380, mean -7554).
+double best_data_parallel(std::uint32_t workers, const ml::lda_corpus& c) {
+  double best = -1e300;
+  for (std::uint64_t seed : {1u, 2u, 3u}) best = std::max(best, data_parallel(workers, c, seed).final_loglik);
+  return best;
 }
 
 }  // namespace
@@ -95,6 +104,7 @@ TEST_CASE("LDA rotation: the initial LL is the data-parallel trainer's, the fina
   const auto dp4 = data_parallel(4, corpus);
   REQUIRE(dp1.invariants_ok);
   REQUIRE(dp4.invariants_ok);
+  const double best1 = best_data_parallel(1, corpus), best4 = best_data_parallel(4, corpus);
   for (std::uint32_t P : {1u, 2u, 4u}) {
     CAPTURE(P);
     const auto r = rotation(P, corpus);
@@ -102,12 +112,12 @@ TEST_CASE("LDA rotation: the initial LL is the data-parallel trainer's, the fina
     // Same seed and workers: the same initial topics, and the same LL formula.
     const auto& same = P == 4 ? dp4 : dp1;
     if (P != 2) CHECK(r.iterations.front().metric == doctest::Approx(same.iterations.front().metric).epsilon(1e-12));
-    INFO("rotation " << r.final_loglik << ", data-parallel bsp 1 worker " << dp1.final_loglik << ", 4 workers " << dp4.final_loglik
+    INFO("rotation " << r.final_loglik << ", data-parallel bsp best of 3 seeds, 1 worker " << best1 << ", 4 workers " << best4
                      << ", initial " << r.iterations.front().metric);
-    MESSAGE("LDA synthetic, " << P << " workers: rotation " << r.final_loglik << ", data-parallel bsp " << dp1.final_loglik << " / "
-                              << dp4.final_loglik);
-    CHECK(std::abs(r.final_loglik - dp1.final_loglik) < 0.03 * std::abs(dp1.final_loglik));
-    CHECK(std::abs(r.final_loglik - dp4.final_loglik) < 0.03 * std::abs(dp4.final_loglik));
+    MESSAGE("LDA synthetic, " << P << " workers: rotation " << r.final_loglik << ", data-parallel bsp (best of 3 seeds) " << best1
+                              << " / " << best4);
+    CHECK(std::abs(r.final_loglik - best1) < 0.03 * std::abs(best1));
+    CHECK(std::abs(r.final_loglik - best4) < 0.03 * std::abs(best4));
   }
 }
 

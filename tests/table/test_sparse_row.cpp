@@ -159,3 +159,67 @@ TEST_CASE("sparse_row encoding is unchanged by adds: round trip and the exact by
   const row back = row::decode(rd, 16);
   CHECK(back.entries() == r.entries());
 }
+
+TEST_CASE("sparse_row add_encoded / assign_encoded match decode + add / decode, one row each, and bad bytes change nothing") {
+  for (std::uint32_t seed = 1; seed <= 12; ++seed) {
+    std::mt19937 rng(seed);
+    const std::uint32_t width = 1 + seed * 9;
+    row r(width);
+    std::map<strata::col_id, int> ref;
+    for (int step = 0; step < 200; ++step) {
+      // Both merge paths (a few columns into a long row, and a general merge), cancellations too.
+      row d = random_delta(rng, width, step % 3 == 0 ? 1 + rng() % 3 : 1 + rng() % (width + 2));
+      if (step % 29 == 28)
+        for (const auto& [c, v] : r.entries()) d.inc(c, -v - d.get(c));
+      std::vector<std::byte> bytes;
+      strata::byte_writer w(bytes);
+      d.encode(w);
+      r.encode(w);  // a second row behind it: add_encoded must stop at the end of the first
+      strata::byte_reader in(bytes);
+      const auto before = r.entries();
+      r.add_encoded(in);
+      add_ref(ref, as_map(d));
+      REQUIRE(as_map(r) == ref);
+      row copy(width);
+      copy.inc(0, 1);  // assign replaces whatever was there
+      copy.assign_encoded(in);
+      CHECK(copy.entries() == before);
+      CHECK(in.done());
+    }
+  }
+  row r(10);
+  r.inc(3, 2);
+  r.inc(7, -1);
+  const auto kept = r.entries();
+  auto bytes_of = [](std::initializer_list<std::uint32_t> words) {
+    std::vector<std::byte> b;
+    strata::byte_writer w(b);
+    for (auto x : words) w.put(x);
+    return b;
+  };
+  auto refused = [&](const std::vector<std::byte>& b) {
+    strata::byte_reader in(b), again(b);
+    CHECK_THROWS_AS(r.add_encoded(in), strata::error);
+    CHECK(r.entries() == kept);
+    CHECK_THROWS_AS(r.assign_encoded(again), strata::error);
+    CHECK(r.entries() == kept);
+  };
+  refused(bytes_of({2, 1, 5}));           // short: two entries promised, one and a half given
+  refused(bytes_of({2, 4, 1, 2, 1}));     // columns out of order
+  refused(bytes_of({1, 10, 1}));          // column outside the width
+  refused(bytes_of({1000000, 1, 1}));     // a count larger than the payload
+}
+
+TEST_CASE("sparse_row<float> add_encoded refuses a non-finite value and keeps the row") {
+  strata::sparse_row<float> r(4);
+  r.inc(2, 1.5f);
+  std::vector<std::byte> b;
+  strata::byte_writer w(b);
+  w.put(std::uint32_t{1});
+  w.put(strata::col_id{1});
+  w.put(std::numeric_limits<float>::quiet_NaN());
+  strata::byte_reader in(b);
+  CHECK_THROWS_AS(r.add_encoded(in), strata::error);
+  REQUIRE(r.nnz() == 1);
+  CHECK(r.get(2) == 1.5f);
+}

@@ -315,14 +315,18 @@ class sparse_lda_sampler {
     }
   }
 
-  /// Draws from s + r + q once q's cumulative weights are in qcum_ (parallel to `topic_of`).
+  /// Draws from s + r + q once q's weights are in qw_ (parallel to `topic_of`) and q is their sum.
   template <class URBG, class TopicOf>
   std::uint32_t finish(double q, TopicOf&& topic_of, URBG& rng) {
     const double s = s_mass(), r = r_mass();
     double u = detail::uniform01(rng) * (s + r + q);
     if (u < q) {  // q bucket: the word's topics (most of the mass once counts have formed)
-      const auto it = std::upper_bound(qcum_.begin(), qcum_.end(), u);
-      return topic_of(static_cast<std::size_t>(std::min<std::ptrdiff_t>(it - qcum_.begin(), std::ssize(qcum_) - 1)));
+      const std::size_t n = qw_.size();
+      for (std::size_t i = 0; i + 1 < n; ++i) {
+        u -= qw_[i];
+        if (u < 0) return topic_of(i);
+      }
+      return topic_of(n - 1);  // what rounding left over belongs to the last weight
     }
     u -= q;
     if (u < r && !nz_.empty()) {  // r bucket: the document's topics
@@ -340,15 +344,28 @@ class sparse_lda_sampler {
     return p_.num_topics - 1;
   }
 
+  // The q weights go to qw_ and are summed in four independent chains: one running sum would make
+  // every weight wait for the previous addition (its latency, not the arithmetic, bounded the loop).
+  template <class Weight>
+  double fill_weights(std::size_t n, Weight&& weight) {
+    qw_.resize(n);
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      a0 += qw_[i] = weight(i);
+      a1 += qw_[i + 1] = weight(i + 1);
+      a2 += qw_[i + 2] = weight(i + 2);
+      a3 += qw_[i + 3] = weight(i + 3);
+    }
+    for (; i < n; ++i) a0 += qw_[i] = weight(i);
+    return (a0 + a1) + (a2 + a3);
+  }
+
   template <class URBG>
   std::uint32_t draw(std::span<const topic_count> row, std::uint32_t exclude, URBG& rng) {
-    qcum_.resize(row.size());
-    double q = 0;
-    for (std::size_t i = 0; i < row.size(); ++i) {
-      const double n = clamp0(row[i].count - (row[i].topic == exclude ? 1 : 0));
-      q += n * coef_[row[i].topic];
-      qcum_[i] = q;
-    }
+    const double q = fill_weights(row.size(), [&](std::size_t i) {
+      return clamp0(row[i].count - (row[i].topic == exclude ? 1 : 0)) * coef_[row[i].topic];
+    });
     return finish(q, [&](std::size_t i) { return row[i].topic; }, rng);
   }
 
@@ -356,12 +373,9 @@ class sparse_lda_sampler {
   // branch (skipping zeros mispredicts on half-filled rows and costs more than it saves).
   template <class URBG>
   std::uint32_t draw_dense(std::span<const lda_count> row, std::uint32_t exclude, URBG& rng) {
-    qcum_.resize(p_.num_topics);
-    double q = 0;
-    for (std::uint32_t k = 0; k < p_.num_topics; ++k) {
-      q += clamp0(row[k] - (k == exclude ? 1 : 0)) * coef_[k];
-      qcum_[k] = q;
-    }
+    const double q = fill_weights(p_.num_topics, [&](std::size_t k) {
+      return clamp0(row[k] - (k == exclude ? 1 : 0)) * coef_[k];
+    });
     return finish(q, [](std::size_t i) { return static_cast<std::uint32_t>(i); }, rng);
   }
 
@@ -372,7 +386,7 @@ class sparse_lda_sampler {
   std::vector<std::uint32_t> nz_;    // topics with n_dk > 0 in the bound document
   std::vector<std::uint32_t> pos_;   // index of k in nz_, or npos
   std::span<lda_count> doc_;         // bound document's counts (empty: none bound)
-  std::vector<double> qcum_;         // scratch: cumulative q weights
+  std::vector<double> qw_;           // scratch: the q weights of the word row being drawn from
   double s_ = 0, r_ = 0;
 };
 
@@ -568,6 +582,15 @@ enum class lda_sampler {
 };
 
 namespace detail {
+/// Asks the CPU to bring the cache line at p in for reading (a hint; nothing where unsupported).
+inline void prefetch_read(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+
 /// Adds delta to topic k's entry of an unordered sparse row, inserting or swap-removing as the
 /// count leaves or reaches 0. Linear search: rows hold at most K entries and the sampler walks
 /// the whole row anyway.

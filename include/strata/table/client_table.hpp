@@ -174,9 +174,7 @@ class client_table final : public client_table_base {
       if (at != cache_.end() && at->second.data.width() == width_) {
         entry& e = at->second;
         e.data.assign_encoded(in);
-        for (const auto& [seq, log] : inflight_[shard])
-          if (auto it = log.find(row); it != log.end()) e.data.add(it->second);
-        if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) e.data.add(it->second);
+        add_unacknowledged(shard, row, e.data);
         return stored(e, reflects, push, view);
       }
     }
@@ -187,10 +185,7 @@ class client_table final : public client_table_base {
       ++dropped_;
       return;
     }
-    // The server's row lacks what is still in flight or in the oplog: add it back.
-    for (const auto& [seq, log] : inflight_[shard])
-      if (auto it = log.find(row); it != log.end()) d.add(it->second);
-    if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) d.add(it->second);
+    add_unacknowledged(shard, row, d);
     auto& e = at != cache_.end() ? at->second : cache_[row];
     e.data = std::move(d);
     stored(e, reflects, push, view);
@@ -202,6 +197,12 @@ class client_table final : public client_table_base {
   table_id id() const noexcept { return id_; }
 
  private:
+  /// The server's row lacks this worker's increments to it still in flight or in the oplog: adds them to `into`.
+  void add_unacknowledged(node_id shard, row_id row, R& into) const {
+    for (const auto& [seq, log] : inflight_[shard])
+      if (auto it = log.find(row); it != log.end()) into.add(it->second);
+    if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) into.add(it->second);
+  }
   R& pending(row_id r) {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
     auto [it, fresh] = log.try_emplace(r);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -35,62 +36,19 @@ class sparse_row {
   /// the back, so an add that fits the row's capacity allocates nothing.
   void add(const sparse_row& o) {
     if (width_ == 0) width_ = o.width_;
-    if (o.e_.empty()) return;
-    if (e_.empty()) { e_ = o.e_; return; }  // reuses this row's capacity
-    const std::size_t n = e_.size(), m = o.e_.size();
-    if (m * 8 <= n) {  // a few columns into a long row: binary search each, shift in place
-      auto from = e_.begin();
-      for (const auto& [c, d] : o.e_) {
-        from = std::lower_bound(from, e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });
-        if (from != e_.end() && from->first == c) {
-          from->second += d;
-          if (from->second == T{}) from = e_.erase(from);
-          else ++from;
-        } else {
-          from = e_.insert(from, entry(c, d)) + 1;  // within capacity: no allocation
-        }
-      }
-      return;
-    }
-    // Columns of o that this row lacks.
-    std::size_t fresh = 0;
-    for (std::size_t i = 0, j = 0; j < m;) {
-      if (i == n || o.e_[j].first < e_[i].first) ++fresh, ++j;
-      else if (e_[i].first < o.e_[j].first) ++i;
-      else ++i, ++j;
-    }
-    if (fresh == 0) {  // the common steady state: every column already present
-      std::size_t out = 0;
-      for (std::size_t i = 0, j = 0; i < n; ++i) {
-        entry x = e_[i];
-        if (j < m && o.e_[j].first == x.first) x.second += o.e_[j++].second;
-        if (x.second != T{}) e_[out++] = x;
-      }
-      e_.resize(out);
-      return;
-    }
-    if (e_.capacity() < n + fresh) e_.reserve(std::max(n + fresh, 2 * e_.capacity()));
-    e_.resize(n + fresh);
-    // Merge from the back into [0, n + fresh). Invariant: out - i = (o's new columns still to
-    // place) + (zero sums dropped so far) >= 0, so a write never lands on an unread entry.
-    std::ptrdiff_t i = static_cast<std::ptrdiff_t>(n) - 1, j = static_cast<std::ptrdiff_t>(m) - 1,
-                   out = static_cast<std::ptrdiff_t>(n + fresh) - 1;
-    while (j >= 0) {
-      if (i >= 0 && e_[i].first > o.e_[j].first) {
-        e_[out--] = e_[i--];
-      } else if (i >= 0 && e_[i].first == o.e_[j].first) {
-        const T s = e_[i].second + o.e_[j].second;
-        if (s != T{}) e_[out--] = entry(e_[i].first, s);
-        --i, --j;
-      } else {
-        e_[out--] = o.e_[j--];
-      }
-    }
-    // e_[0..i] are in place; dropped zeros left a gap (i, out] to close.
-    if (out > i) {
-      std::move(e_.begin() + (out + 1), e_.end(), e_.begin() + (i + 1));
-      e_.resize(e_.size() - static_cast<std::size_t>(out - i));
-    }
+    merge(entries_view{o.e_.data(), o.e_.size()});
+  }
+  /// Adds an encoded delta (what `encode` writes) straight from the bytes, without a temporary row
+  /// (the server's apply). The entries are checked as `decode` checks them (count, column order
+  /// and range, finite values) before the row changes: a bad or short payload throws and leaves
+  /// the row as it was.
+  void add_encoded(byte_reader& r) { merge(take_entries(r, width_)); }
+  /// Replaces the entries with an encoded row, reusing this row's storage (a cache refresh); the
+  /// same checks first, the same guarantee.
+  void assign_encoded(byte_reader& r) {
+    const auto in = take_entries(r, width_);
+    e_.resize(in.size());
+    for (std::size_t j = 0; j < in.size(); ++j) e_[j] = in[j];
   }
   /// Makes room for n entries (e.g. before inc-ing a delta's columns in increasing order).
   void reserve(std::size_t n) { e_.reserve(n); }
@@ -143,6 +101,107 @@ class sparse_row {
   }
 
  private:
+  // Sorted entries to merge in: a row's own vector, or encoded bytes read in place.
+  struct entries_view {
+    const entry* p;
+    std::size_t n;
+    std::size_t size() const noexcept { return n; }
+    const entry& operator[](std::size_t j) const noexcept { return p[j]; }
+  };
+  struct encoded_view {
+    static constexpr std::size_t stride = sizeof(col_id) + sizeof(T);
+    const std::byte* p;
+    std::size_t n;
+    std::size_t size() const noexcept { return n; }
+    entry operator[](std::size_t j) const noexcept {
+      entry x;
+      std::memcpy(&x.first, p + j * stride, sizeof(col_id));
+      std::memcpy(&x.second, p + j * stride + sizeof(col_id), sizeof(T));
+      return x;
+    }
+  };
+  // Consumes one encoded row from r and checks it (within `width` when known) before anyone uses it.
+  static encoded_view take_entries(byte_reader& r, std::size_t width) {
+    const auto n = r.get<std::uint32_t>();
+    if (n > r.remaining() / encoded_view::stride) throw error(errc::bad_frame, "sparse row count too large");
+    const encoded_view in{r.take(std::size_t{n} * encoded_view::stride).data(), n};
+    for (std::size_t j = 0; j < n; ++j) {
+      const entry x = in[j];
+      if ((width != 0 && x.first >= width) || (j > 0 && x.first <= in[j - 1].first))
+        throw error(errc::bad_frame, "sparse row column out of order or range");
+      check_finite(x.first, x.second);
+    }
+    return in;
+  }
+  // Adds the sorted entries o[0..m) in place (see add).
+  template <class Src>
+  void merge(const Src& o) {
+    const std::size_t n = e_.size(), m = o.size();
+    if (m == 0) return;
+    if (n == 0) {  // reuses this row's capacity
+      e_.resize(m);
+      for (std::size_t j = 0; j < m; ++j) e_[j] = o[j];
+      return;
+    }
+    if (m * 8 <= n) {  // a few columns into a long row: binary search each, shift in place
+      auto from = e_.begin();
+      for (std::size_t j = 0; j < m; ++j) {
+        const entry x = o[j];
+        from = std::lower_bound(from, e_.end(), x.first, [](const entry& a, col_id k) { return a.first < k; });
+        if (from != e_.end() && from->first == x.first) {
+          from->second += x.second;
+          if (from->second == T{}) from = e_.erase(from);
+          else ++from;
+        } else {
+          from = e_.insert(from, x) + 1;  // within capacity: no allocation
+        }
+      }
+      return;
+    }
+    // Columns of o that this row lacks.
+    std::size_t fresh = 0;
+    for (std::size_t i = 0, j = 0; j < m;) {
+      const col_id c = o[j].first;
+      if (i == n || c < e_[i].first) ++fresh, ++j;
+      else if (e_[i].first < c) ++i;
+      else ++i, ++j;
+    }
+    if (fresh == 0) {  // the common steady state: every column already present
+      std::size_t out = 0;
+      for (std::size_t i = 0, j = 0; i < n; ++i) {
+        entry x = e_[i];
+        if (j < m && o[j].first == x.first) x.second += o[j++].second;
+        if (x.second != T{}) e_[out++] = x;
+      }
+      e_.resize(out);
+      return;
+    }
+    if (e_.capacity() < n + fresh) e_.reserve(std::max(n + fresh, 2 * e_.capacity()));
+    e_.resize(n + fresh);
+    // Merge from the back into [0, n + fresh). Invariant: out - i = (o's new columns still to
+    // place) + (zero sums dropped so far) >= 0, so a write never lands on an unread entry.
+    std::ptrdiff_t i = static_cast<std::ptrdiff_t>(n) - 1, j = static_cast<std::ptrdiff_t>(m) - 1,
+                   out = static_cast<std::ptrdiff_t>(n + fresh) - 1;
+    while (j >= 0) {
+      const entry y = o[static_cast<std::size_t>(j)];
+      if (i >= 0 && e_[i].first > y.first) {
+        e_[out--] = e_[i--];
+      } else if (i >= 0 && e_[i].first == y.first) {
+        const T s = e_[i].second + y.second;
+        if (s != T{}) e_[out--] = entry(e_[i].first, s);
+        --i, --j;
+      } else {
+        e_[out--] = y;
+        --j;
+      }
+    }
+    // e_[0..i] are in place; dropped zeros left a gap (i, out] to close.
+    if (out > i) {
+      std::move(e_.begin() + (out + 1), e_.end(), e_.begin() + (i + 1));
+      e_.resize(e_.size() - static_cast<std::size_t>(out - i));
+    }
+  }
+
   std::size_t width_ = 0;
   std::vector<entry> e_;
 };

@@ -6,11 +6,15 @@
 /// (greedily by token count); a document's topic counts n_dk and its tokens' topics stay with
 /// the worker that owns it. Clock 0 assigns random topics; each later clock is one Gibbs sweep
 /// over the worker's documents with the SparseLDA sampler (ml/lda.hpp): the worker reads the
-/// topic totals once per clock, yields once per document (so pushed rows are taken in), reads
-/// each word row when the document needs it, resamples the word's tokens against a private copy
-/// of the row, then sends the word's net count changes with `inc`; the totals' changes go in one
-/// `inc_row` per clock. Under stale reads counts can be transiently negative; the sampler reads
-/// them as 0.
+/// topic totals once per clock and yields once per document (so pushed rows are taken in). It
+/// reads each word row at the word's first use in the sweep into a local copy, samples every
+/// later token of the word against that copy plus its own moves, and sends each word's net count
+/// change once, at the end of the sweep: increments leave at the clock under every model but a
+/// value bound, so this is what the per-token path would send, minus a row read and an `inc` per
+/// (document, word) pair. Under a value bound (VAP), whose flushes follow the increments, the
+/// worker reads the row for every (document, word) pair and sends that pair's changes at once.
+/// The totals' changes go in one `inc_row` per clock. Under stale reads counts can be
+/// transiently negative; the sampler reads them as 0.
 ///
 /// Log-likelihood (SEEDS.md) of the state after clock i is summed from per-worker parts at the
 /// start of clock i+1 (and after the last clock): each worker adds the doc parts of its
@@ -395,15 +399,153 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
     std::vector<alias_entry> pool;
     std::vector<double> wbuf;
     std::vector<std::uint32_t> ibuf, sbuf;
-    if (mh) {
+    // The exact sampler's sweep state where increments leave only at the clock (every model but a
+    // value bound, whose flushes follow the increments): per word of this worker, its sparse row
+    // as read at its first use in the sweep plus this worker's moves (rows), and the row as read
+    // (snap_pool[snap_at[li] ..], sorted by topic) to take the net change from at the sweep's end.
+    const bool local_rows = !mh && !(sys.model().value_bound < std::numeric_limits<double>::infinity());
+    std::vector<std::vector<topic_count>> rows;
+    std::vector<topic_count> snap_pool;
+    std::vector<std::size_t> snap_at;
+    std::vector<std::uint32_t> snap_len;
+    if (mh || local_rows) {
       local_of.assign(V, 0);
       for (std::size_t li = 0; li < mywords.size(); ++li) local_of[mywords[li]] = static_cast<std::uint32_t>(li);
       read_in.assign(mywords.size(), 0);
+    }
+    if (mh) {
       cur.assign(mywords.size() * K, 0);
       snap.assign(mywords.size() * K, 0);
       slices.resize(mywords.size());
     }
+    if (local_rows) {
+      rows.resize(mywords.size());
+      snap_at.assign(mywords.size(), 0);
+      snap_len.assign(mywords.size(), 0);
+    }
+    // Sends the net change of every word used in this sweep, once: `change(li, a)` adds the word's
+    // change into a (K counts, zero on entry; left zero again).
+    auto send_changes = [&](auto change) -> task<> {  // by value: it lives in the frame
+      std::vector<lda_count> a(K, 0);
+      for (auto li : used) {
+        change(li, a);
+        std::uint32_t nnz = 0;
+        for (std::uint32_t k = 0; k < K; ++k) nnz += a[k] != 0;
+        if (nnz == 0) continue;
+        sparse_row<std::int32_t> delta(K);
+        delta.reserve(nnz);
+        for (std::uint32_t k = 0; k < K; ++k)
+          if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;
+        co_await w.inc_row(WT, mywords[li], std::move(delta));
+      }
+    };
+    // One exact (SparseLDA) sweep over this worker's documents against the local rows (sweep `it`).
+    // Samples every token of document i (corpus document d, its first token at z[zi]) against
+    // the local rows, all read already. A plain function, not part of the coroutine below, so its
+    // loop state stays in registers instead of the coroutine's frame.
+    const auto sample_document = [&](std::size_t i, std::uint32_t d, std::size_t zi) {
+      sampler.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K));  // edits n_dk in place
+      const auto& dw = corpus.words[d];
+      const auto& dc = corpus.counts[d];
+      const std::size_t m = dw.size();
+      // Rows are most likely out of cache (16k of them; a document touches a few): the row two
+      // words ahead has its vector's header fetched, the next one its first lines, so the misses
+      // overlap this word's draws.
+      auto prefetch_header = [&](std::size_t e) { detail::prefetch_read(&rows[local_of[dw[e]]]); };
+      auto prefetch_row = [&](std::size_t e) {
+        const auto& r = rows[local_of[dw[e]]];
+        const char* at = reinterpret_cast<const char*>(r.data());
+        const std::size_t bytes = std::min<std::size_t>(r.size() * sizeof(topic_count), 256);
+        for (std::size_t off = 0; off < bytes; off += 64) detail::prefetch_read(at + off);
+      };
+      if (m > 1) prefetch_header(1);
+      for (std::size_t e = 0; e < m; ++e) {
+        if (e + 2 < m) prefetch_header(e + 2);
+        if (e + 1 < m) prefetch_row(e + 1);
+        auto& row = rows[local_of[dw[e]]];
+        for (std::uint32_t j = 0; j < dc[e]; ++j, ++zi) {
+          const std::uint32_t old = st.z[zi];
+          const std::uint32_t k = sampler.resample(old, std::span<const topic_count>(row), rng);
+          if (k != old) {
+            detail::sparse_row_add(row, old, -1);
+            detail::sparse_row_add(row, k, +1);
+            --tdelta[old];
+            ++tdelta[k];
+            st.z[zi] = k;
+          }
+        }
+      }
+    };
+    auto local_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
+      sampler.set_topic_totals(nk);
+      used.clear();
+      snap_pool.clear();
+      std::size_t zi = 0;
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < mydocs.size(); ++i) {
+        const auto d = mydocs[i];
+        co_await w.yield();
+        std::uint64_t nd = 0;
+        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          nd += corpus.counts[d][e];
+          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
+          if (read_in[li] == it) continue;
+          // First use in this sweep: read the row into the local copy and the snapshot.
+          const auto& r = co_await w.get(WT, word);
+          auto& row = rows[li];
+          row.clear();
+          snap_at[li] = snap_pool.size();
+          snap_len[li] = static_cast<std::uint32_t>(r.entries().size());
+          for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool.push_back({k, cnt});
+          read_in[li] = it;
+          used.push_back(li);
+        }
+        sample_document(i, d, zi);
+        zi += nd;
+        n += nd;
+      }
+      sampler.end_document();
+      co_await send_changes([&](std::uint32_t li, std::vector<lda_count>& a) {
+        for (const auto& [k, c] : rows[li]) a[k] += c;
+        for (std::size_t x = snap_at[li]; x < snap_at[li] + snap_len[li]; ++x) a[snap_pool[x].topic] -= snap_pool[x].count;
+      });
+      co_return n;
+    };
     // One MH sweep over this worker's documents (sweep `it`); returns the tokens drawn.
+    // Samples every token of document i (corpus document d, its nd tokens from z[zi]) with the MH
+    // sampler against the local rows and proposals, all built already; a plain function, as
+    // sample_document is for the exact sampler, and it prefetches the same way.
+    const auto mh_document = [&](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t nd) {
+      mhs.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K), std::span<const std::uint32_t>(st.z.data() + zi, nd));
+      const auto& dw = corpus.words[d];
+      const auto& dc = corpus.counts[d];
+      const std::size_t m = dw.size();
+      auto prefetch_word = [&](std::size_t e) {
+        const std::size_t li = local_of[dw[e]];
+        const char* c = reinterpret_cast<const char*>(cur.data() + li * K);
+        const char* sn = reinterpret_cast<const char*>(snap.data() + li * K);
+        for (std::size_t off = 0; off < K * sizeof(lda_count); off += 64) detail::prefetch_read(c + off), detail::prefetch_read(sn + off);
+        detail::prefetch_read(pool.data() + slices[li].offset);
+      };
+      if (m > 1) detail::prefetch_read(&slices[local_of[dw[1]]]);
+      for (std::size_t e = 0; e < m; ++e) {
+        if (e + 2 < m) detail::prefetch_read(&slices[local_of[dw[e + 2]]]);
+        if (e + 1 < m) prefetch_word(e + 1);
+        const std::size_t li = local_of[dw[e]];
+        lda_count* c = cur.data() + li * K;
+        const lda_word_proposal wp{std::span<const alias_entry>(pool.data() + slices[li].offset, slices[li].size),
+                                   std::span<const lda_count>(snap.data() + li * K, K), slices[li].mass};
+        for (std::uint32_t j = 0; j < dc[e]; ++j, ++zi) {
+          const std::uint32_t old = st.z[zi];
+          const std::uint32_t k = mhs.resample(old, std::span<lda_count>(c, K), wp, rng);
+          if (k != old) {
+            --tdelta[old];
+            ++tdelta[k];
+            st.z[zi] = k;
+          }
+        }
+      }
+    };
     auto mh_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
       mhs.set_topic_totals(nk);
       pool.clear();
@@ -414,43 +556,30 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         const auto d = mydocs[i];
         co_await w.yield();
         std::size_t nd = 0;
-        for (auto x : corpus.counts[d]) nd += x;
-        mhs.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K), std::span<const std::uint32_t>(st.z.data() + zi, nd));
         for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          nd += corpus.counts[d][e];
           const std::uint32_t word = corpus.words[d][e], li = local_of[word];
+          if (read_in[li] == it) continue;
+          // First use in this sweep: read the row, build the word's proposal.
+          const auto& row = co_await w.get(WT, word);
           lda_count* c = cur.data() + std::size_t{li} * K;
           lda_count* sn = snap.data() + std::size_t{li} * K;
-          if (read_in[li] != it) {  // first use in this sweep: read the row, build the word's proposal
-            const auto& row = co_await w.get(WT, word);
-            std::fill(c, c + K, 0);
-            for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
-            std::copy(c, c + K, sn);
-            slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
-            read_in[li] = it;
-            used.push_back(li);
-          }
-          const lda_word_proposal wp{std::span<const alias_entry>(pool.data() + slices[li].offset, slices[li].size),
-                                     std::span<const lda_count>(sn, K), slices[li].mass};
-          for (std::uint32_t j = 0; j < corpus.counts[d][e]; ++j, ++zi) {
-            const std::uint32_t old = st.z[zi];
-            const std::uint32_t k = mhs.resample(old, std::span<lda_count>(c, K), wp, rng);
-            if (k != old) {
-              --tdelta[old];
-              ++tdelta[k];
-              st.z[zi] = k;
-            }
-          }
-          n += corpus.counts[d][e];
+          std::fill(c, c + K, 0);
+          for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+          std::copy(c, c + K, sn);
+          slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
+          read_in[li] = it;
+          used.push_back(li);
         }
+        mh_document(i, d, zi, nd);
+        zi += nd;
+        n += nd;
       }
-      for (auto li : used) {  // each word's net change in this sweep, once
+      co_await send_changes([&](std::uint32_t li, std::vector<lda_count>& a) {
         const lda_count* c = cur.data() + std::size_t{li} * K;
         const lda_count* sn = snap.data() + std::size_t{li} * K;
-        sparse_row<std::int32_t> delta(K);
-        for (std::uint32_t k = 0; k < K; ++k)
-          if (c[k] != sn[k]) delta.inc(k, c[k] - sn[k]);
-        if (delta.nnz() > 0) co_await w.inc_row(WT, mywords[li], std::move(delta));
-      }
+        for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - sn[k];
+      });
       co_return n;
     };
     for (std::uint32_t it = std::max(start, 1u); it <= o.iterations; ++it) {
@@ -462,8 +591,11 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       else rec.add_values(p, it - 1 - base, std::nan(""), std::nan(""));
       if (o.prefetch)
         for (auto x : mywords) prefetch(w, WT, x);
-      if (mh) {
-        draws += co_await mh_sweep(it);
+      if (mh || local_rows) {
+        if (mh)
+          draws += co_await mh_sweep(it);
+        else
+          draws += co_await local_sweep(it);
         co_await send_totals();
         rec.end_iteration(w, it - base);
         co_await w.clock();

@@ -73,6 +73,9 @@ def main():
     ap.add_argument("--build", default="build-native")
     ap.add_argument("--libmf", help="LIBMF source folder after `make` (mf.h, mf.o)")
     ap.add_argument("--warplda", help="WarpLDA build folder (src/warplda, src/format)")
+    ap.add_argument("--warplda-iterations", type=int, default=0,
+                    help="iterations of each WarpLDA run (default: --sweeps), so that it can reach strata's log-likelihood; "
+                         "its tokens/s are still those of its first --sweeps iterations")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--models", nargs="+", default=["essp", "bsp"])
@@ -153,12 +156,12 @@ def main():
                     lls.setdefault((label, th), []).append([(it["elapsed_s"], it["loglik"] / tokens) for it in tr if "loglik" in it])
                 if warp_bin:
                     out = run([os.path.join(a.warplda, "src", "warplda"), "--prefix", os.path.join(tmp, "spam.warp"), "--k", "50",
-                               "--alpha", "5", "--beta", "0.01", "--niter", str(a.sweeps), "--dumpmodel=false", "--dumpz=false",
+                               "--alpha", "5", "--beta", "0.01", "--niter", str(a.warplda_iterations or a.sweeps), "--dumpmodel=false", "--dumpz=false",
                                "--writeinfo=false"], env={"OMP_NUM_THREADS": str(th)})
                     its = re.findall(r"Iteration \d+, ([0-9.]+) s, ([0-9.]+) Mtokens/s, log_likelihood \(per token\) ([-0-9.]+)", out)
                     secs = [float(s) for s, _, _ in its]
-                    put(f"lda warplda threads={th} tokens_per_s_per_thread", med([float(r) * 1e6 for _, r, _ in its]) / th)
-                    put(f"lda warplda threads={th} loglik_per_token", float(its[-1][2]))
+                    put(f"lda warplda threads={th} tokens_per_s_per_thread", med([float(r) * 1e6 for _, r, _ in its[: a.sweeps]]) / th)
+                    put(f"lda warplda threads={th} loglik_per_token", float(its[min(a.sweeps, len(its)) - 1][2]))
                     lls.setdefault(("warplda", th), []).append(
                         [(sum(secs[: i + 1]), float(ll)) for i, (_, _, ll) in enumerate(its)])
         # Time to the per-token LL strata reaches with 1 worker after the last sweep (median).

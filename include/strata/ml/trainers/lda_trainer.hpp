@@ -35,7 +35,7 @@
 /// sampler (ml/lda.hpp, mh_lda_sampler) instead: the worker reads each of its words' rows once per
 /// sweep (its first use) into a dense local copy and an alias table (the word proposal), samples
 /// its tokens against that copy plus its own moves, and sends each word's net count changes once,
-/// at the end of the sweep (they leave at the clock either way). The moves, and so the count
+/// at the end of the sweep (under a value bound too: the MH sampler has no per-pair path). The moves, and so the count
 /// invariants, are the exact sampler's; the memory is 2 × K counts per word the worker's documents use.
 ///
 /// Checkpoints (system_config::checkpoint): each worker saves its tokens' topics and its random
@@ -439,7 +439,6 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         co_await w.inc_row(WT, mywords[li], std::move(delta));
       }
     };
-    // One exact (SparseLDA) sweep over this worker's documents against the local rows (sweep `it`).
     // Samples every token of document i (corpus document d, its first token at z[zi]) against
     // the local rows, all read already. A plain function, not part of the coroutine below, so its
     // loop state stays in registers instead of the coroutine's frame.
@@ -476,6 +475,9 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         }
       }
     };
+    // One exact (SparseLDA) sweep over this worker's documents against the local rows (sweep `it`):
+    // a document's words new to the sweep are read first, then its tokens are sampled; returns the
+    // tokens drawn.
     auto local_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
       sampler.set_topic_totals(nk);
       used.clear();
@@ -511,7 +513,6 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       });
       co_return n;
     };
-    // One MH sweep over this worker's documents (sweep `it`); returns the tokens drawn.
     // Samples every token of document i (corpus document d, its nd tokens from z[zi]) with the MH
     // sampler against the local rows and proposals, all built already; a plain function, as
     // sample_document is for the exact sampler, and it prefetches the same way.
@@ -546,6 +547,8 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         }
       }
     };
+    // One MH sweep over this worker's documents (sweep `it`), in the same two steps; returns the
+    // tokens drawn.
     auto mh_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
       mhs.set_topic_totals(nk);
       pool.clear();

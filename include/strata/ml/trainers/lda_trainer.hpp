@@ -423,9 +423,33 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       snap_at.assign(mywords.size(), 0);
       snap_len.assign(mywords.size(), 0);
     }
-    // Sends the net change of every word used in this sweep, once: `change(li, a)` adds the word's
-    // change into a (K counts, zero on entry; left zero again).
-    auto send_changes = [&](auto change) -> task<> {  // by value: it lives in the frame
+    // One sweep over this worker's documents against local word rows (sweep `it`), for either
+    // sampler: per document, the words new to the sweep are read first (the only suspension:
+    // `first_read(li, row)` copies the row it is given), then `sample(i, d, zi, nd)` draws the
+    // document's nd tokens from z[zi]; at the end each word's net change is sent once:
+    // `change(li, a)` adds it into a (K counts, zero on entry; left zero again). Returns the
+    // tokens drawn. The callables are taken by value: they live in the coroutine's frame.
+    auto local_sweep = [&](std::uint32_t it, auto first_read, auto sample, auto change) -> task<std::uint64_t> {
+      used.clear();
+      std::size_t zi = 0;
+      std::uint64_t n = 0;
+      for (std::size_t i = 0; i < mydocs.size(); ++i) {
+        const auto d = mydocs[i];
+        co_await w.yield();
+        std::size_t nd = 0;
+        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+          nd += corpus.counts[d][e];
+          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
+          if (read_in[li] == it) continue;
+          const auto& row = co_await w.get(WT, word);
+          first_read(li, row);
+          read_in[li] = it;
+          used.push_back(li);
+        }
+        sample(i, d, zi, nd);
+        zi += nd;
+        n += nd;
+      }
       std::vector<lda_count> a(K, 0);
       for (auto li : used) {
         change(li, a);
@@ -438,11 +462,12 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
           if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;
         co_await w.inc_row(WT, mywords[li], std::move(delta));
       }
+      co_return n;
     };
     // Samples every token of document i (corpus document d, its first token at z[zi]) against
-    // the local rows, all read already. A plain function, not part of the coroutine below, so its
-    // loop state stays in registers instead of the coroutine's frame.
-    const auto sample_document = [&](std::size_t i, std::uint32_t d, std::size_t zi) {
+    // the local rows, all read already. A plain function, not part of the coroutine, so its loop
+    // state stays in registers instead of the coroutine's frame.
+    const auto sample_document = [&](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t) {
       sampler.begin_document(std::span<std::int32_t>(st.ndk.data() + i * K, K));  // edits n_dk in place
       const auto& dw = corpus.words[d];
       const auto& dc = corpus.counts[d];
@@ -475,42 +500,24 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         }
       }
     };
-    // One exact (SparseLDA) sweep over this worker's documents against the local rows (sweep `it`):
-    // a document's words new to the sweep are read first, then its tokens are sampled; returns the
-    // tokens drawn.
-    auto local_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
+    // One exact (SparseLDA) sweep (sweep `it`): a word's first read fills its local row and its
+    // snapshot, which the net change is taken against.
+    auto exact_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
       sampler.set_topic_totals(nk);
-      used.clear();
       snap_pool.clear();
-      std::size_t zi = 0;
-      std::uint64_t n = 0;
-      for (std::size_t i = 0; i < mydocs.size(); ++i) {
-        const auto d = mydocs[i];
-        co_await w.yield();
-        std::uint64_t nd = 0;
-        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
-          nd += corpus.counts[d][e];
-          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
-          if (read_in[li] == it) continue;
-          // First use in this sweep: read the row into the local copy and the snapshot.
-          const auto& r = co_await w.get(WT, word);
-          auto& row = rows[li];
-          row.clear();
-          snap_at[li] = snap_pool.size();
-          snap_len[li] = static_cast<std::uint32_t>(r.entries().size());
-          for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool.push_back({k, cnt});
-          read_in[li] = it;
-          used.push_back(li);
-        }
-        sample_document(i, d, zi);
-        zi += nd;
-        n += nd;
-      }
-      sampler.end_document();
-      co_await send_changes([&](std::uint32_t li, std::vector<lda_count>& a) {
+      const auto first_read = [&](std::uint32_t li, const sparse_row<std::int32_t>& r) {
+        auto& row = rows[li];
+        row.clear();
+        snap_at[li] = snap_pool.size();
+        snap_len[li] = static_cast<std::uint32_t>(r.entries().size());
+        for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool.push_back({k, cnt});
+      };
+      const auto change = [&](std::uint32_t li, std::vector<lda_count>& a) {
         for (const auto& [k, c] : rows[li]) a[k] += c;
         for (std::size_t x = snap_at[li]; x < snap_at[li] + snap_len[li]; ++x) a[snap_pool[x].topic] -= snap_pool[x].count;
-      });
+      };
+      const std::uint64_t n = co_await local_sweep(it, first_read, sample_document, change);
+      sampler.end_document();
       co_return n;
     };
     // Samples every token of document i (corpus document d, its nd tokens from z[zi]) with the MH
@@ -547,43 +554,25 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         }
       }
     };
-    // One MH sweep over this worker's documents (sweep `it`), in the same two steps; returns the
-    // tokens drawn.
+    // One MH sweep (sweep `it`): a word's first read fills its dense row and snapshot and builds
+    // its alias table (the word proposal) from the snapshot.
     auto mh_sweep = [&](std::uint32_t it) -> task<std::uint64_t> {
       mhs.set_topic_totals(nk);
       pool.clear();
-      used.clear();
-      std::size_t zi = 0;
-      std::uint64_t n = 0;
-      for (std::size_t i = 0; i < mydocs.size(); ++i) {
-        const auto d = mydocs[i];
-        co_await w.yield();
-        std::size_t nd = 0;
-        for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
-          nd += corpus.counts[d][e];
-          const std::uint32_t word = corpus.words[d][e], li = local_of[word];
-          if (read_in[li] == it) continue;
-          // First use in this sweep: read the row, build the word's proposal.
-          const auto& row = co_await w.get(WT, word);
-          lda_count* c = cur.data() + std::size_t{li} * K;
-          lda_count* sn = snap.data() + std::size_t{li} * K;
-          std::fill(c, c + K, 0);
-          for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
-          std::copy(c, c + K, sn);
-          slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
-          read_in[li] = it;
-          used.push_back(li);
-        }
-        mh_document(i, d, zi, nd);
-        zi += nd;
-        n += nd;
-      }
-      co_await send_changes([&](std::uint32_t li, std::vector<lda_count>& a) {
+      const auto first_read = [&](std::uint32_t li, const sparse_row<std::int32_t>& row) {
+        lda_count* c = cur.data() + std::size_t{li} * K;
+        lda_count* sn = snap.data() + std::size_t{li} * K;
+        std::fill(c, c + K, 0);
+        for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+        std::copy(c, c + K, sn);
+        slices[li] = build_word_alias(std::span<const lda_count>(sn, K), pool, wbuf, ibuf, sbuf);
+      };
+      const auto change = [&](std::uint32_t li, std::vector<lda_count>& a) {
         const lda_count* c = cur.data() + std::size_t{li} * K;
         const lda_count* sn = snap.data() + std::size_t{li} * K;
         for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - sn[k];
-      });
-      co_return n;
+      };
+      co_return co_await local_sweep(it, first_read, mh_document, change);
     };
     for (std::uint32_t it = std::max(start, 1u); it <= o.iterations; ++it) {
       co_await read_totals();
@@ -598,7 +587,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         if (mh)
           draws += co_await mh_sweep(it);
         else
-          draws += co_await local_sweep(it);
+          draws += co_await exact_sweep(it);
         co_await send_totals();
         rec.end_iteration(w, it - base);
         co_await w.clock();

@@ -43,6 +43,7 @@ struct system_options {
   strata::checkpoint_config checkpoint;   ///< --checkpoint-dir, --checkpoint-every, --resume (trainer_cli::add_checkpoint_flags)
   bool local_shard_calls = true;          ///< off with --shard-thread (system_config::local_shard_calls)
   int spin_us = 50;                       ///< --spin-us (system_config::spin_us)
+  bool huge_page_heap = true;             ///< off with --no-huge-page-heap (system_config::huge_page_heap)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
 
@@ -65,7 +66,7 @@ struct system_options {
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
             .cache_rows = cache_rows, .local_shard_calls = local_shard_calls,
-            .spin_us = spin_us};
+            .spin_us = spin_us, .huge_page_heap = huge_page_heap};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }
@@ -117,6 +118,10 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
                  "microseconds a worker thread polls for work (yielding) before it sleeps; 0: sleep at once")
       ->check(CLI::Range(0, 1'000'000))
       ->capture_default_str();
+  app.add_flag("--no-huge-page-heap", [&so](std::int64_t) { so.huge_page_heap = false; },
+               "leave malloc as it is (default: the runtime's threads ask for transparent huge pages under "
+               "their heaps and malloc keeps what it grows; fewer page faults while rows and buffers first "
+               "take memory)");
 }
 
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {

@@ -4,10 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <strata/core/huge_pages.hpp>
+#include <strata/table/client_table.hpp>
 #include <strata/table/dense_row.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -20,6 +27,47 @@ strata::dense_row<float> random_row(std::mt19937& rng, std::size_t width) {
 }
 
 std::vector<float> values(const strata::dense_row<float>& r) { return {r.span().begin(), r.span().end()}; }
+
+strata::dense_row<float> row_of(std::vector<float> v) {
+  strata::dense_row<float> r(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) r.mutable_span()[i] = v[i];
+  return r;
+}
+
+/// The (row id, values) pairs of a client table's flush to shard 0.
+std::vector<std::pair<strata::row_id, std::vector<float>>> flushed(strata::client_table<strata::dense_row<float>>& t, std::uint64_t seq) {
+  std::vector<std::byte> bytes;
+  strata::byte_writer w(bytes);
+  const auto n = t.flush_to(0, seq, w);
+  strata::byte_reader in(bytes);
+  std::vector<std::pair<strata::row_id, std::vector<float>>> out;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    CHECK(in.get<strata::table_id>() == 0);
+    const auto r = in.get<strata::row_id>();
+    out.emplace_back(r, values(strata::dense_row<float>::decode(in, 4)));
+  }
+  CHECK(in.done());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The VmFlags line of the mapping of /proc/self/smaps that holds address a ("" when none does).
+std::string vm_flags_at(const void* a) {
+  const auto at = reinterpret_cast<std::uintptr_t>(a);
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    if (std::istringstream(line) >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -69,4 +117,60 @@ TEST_CASE("huge_page_allocator: large blocks 2 MiB aligned, small ones ordinary,
   CHECK(small[9] == 2.0);
   CHECK(small.back() == 3.0);
   CHECK(strata::huge_page_allocator<float>() == strata::huge_page_allocator<int>());
+}
+
+TEST_CASE("client_table inc_row: a moved delta starts a row's oplog entry, later ones add; flush and cache see every one") {
+  strata::client_table<strata::dense_row<float>> t(0, 4, 1);
+  std::vector<std::byte> bytes;
+  {
+    strata::byte_writer w(bytes);
+    row_of({10, 20, 30, 40}).encode(w);
+  }
+  strata::byte_reader in(bytes);
+  t.on_row(0, 3, in, 0, false, 0);  // row 3 cached (server value), row 7 not
+  t.inc_row(3, row_of({1, 2, 3, 4}));  // moved: the oplog entry is this row
+  const auto lvalue = row_of({0.5f, 0.5f, 0.5f, 0.5f});
+  t.inc_row(3, lvalue);              // copied in, added
+  t.inc_row(3, row_of({-1, 0, 0, 1}));  // moved, but the entry exists: added
+  t.inc_row(7, row_of({2, 2, 2, 2}));
+  t.inc_row(7, row_of({0, 1, 0, 1}));
+  CHECK(values(lvalue) == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK(values(t.find(3)->data) == std::vector<float>{10.5f, 22.5f, 33.5f, 45.5f});  // read-my-writes
+  const auto first = flushed(t, 1);
+  REQUIRE(first.size() == 2);
+  CHECK(first[0] == std::pair<strata::row_id, std::vector<float>>{3, {0.5f, 2.5f, 3.5f, 5.5f}});
+  CHECK(first[1] == std::pair<strata::row_id, std::vector<float>>{7, {2, 3, 2, 3}});
+  // After the flush the cached row's remembered oplog entry is stale: a new delta starts a new one.
+  t.inc_row(3, row_of({1, 1, 1, 1}));
+  const auto second = flushed(t, 2);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0] == std::pair<strata::row_id, std::vector<float>>{3, {1, 1, 1, 1}});
+  CHECK(values(t.find(3)->data) == std::vector<float>{11.5f, 23.5f, 34.5f, 46.5f});
+}
+
+TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge pages, and malloc still works") {
+#if defined(__linux__) && defined(__GLIBC__)
+  bool advised = false;
+  std::string flags;
+  std::vector<int> sums;
+  std::thread th([&] {
+    advised = strata::advise_thread_heap_huge_pages();
+    std::vector<std::vector<int>> blocks;  // many small blocks from the advised heap, written and read back
+    for (int i = 0; i < 2000; ++i) blocks.emplace_back(std::size_t(100 + i % 300), i);
+    int sum = 0;
+    for (const auto& b : blocks) sum += b.front() + b.back();
+    sums.push_back(sum);
+    void* p = std::malloc(256);
+    flags = vm_flags_at(p);
+    std::free(p);
+  });
+  th.join();
+  CHECK(advised);  // a thread's first allocations come from a heap of its own
+  CHECK(flags.find(" hg") != std::string::npos);  // that heap's mapping carries MADV_HUGEPAGE
+  REQUIRE(sums.size() == 1);
+  CHECK(sums[0] == 2 * (1999 * 2000 / 2));
+  CHECK(strata::advise_thread_heap_huge_pages() == false);  // the main thread's heap is left alone
+#else
+  CHECK(strata::advise_thread_heap_huge_pages() == false);
+#endif
 }

@@ -21,6 +21,7 @@
 
 #include "../consistency/model.hpp"
 #include "../core/error.hpp"
+#include "../core/huge_pages.hpp"
 #include "../table/server_table.hpp"
 #include "../table/table.hpp"
 #include "../transport/inproc.hpp"
@@ -356,10 +357,11 @@ class basic_system {
       progress();
     });
     transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
-    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c); });
+    const bool huge = cfg_.huge_page_heap;
+    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx, huge] { run_ctx(*c, huge); });
     const auto spin = std::chrono::microseconds(cfg_.spin_us);
-    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx, spin] { run_ctx(*c, true, spin); });
-    if (coord_) coord_->thread = std::thread([c = &coord_->ctx, spin] { run_ctx(*c, true, spin); });
+    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx, huge, spin] { run_ctx(*c, huge, true, spin); });
+    if (coord_) coord_->thread = std::thread([c = &coord_->ctx, huge, spin] { run_ctx(*c, huge, true, spin); });
   }
 
   ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
@@ -422,7 +424,8 @@ class basic_system {
   /// round's last clock, a local shard's reply) costs no futex sleep and wake. It yields between
   /// polls, so a thread with work gets the core (a BSP round of 8 workers on 2 cores is faster with
   /// the polling too).
-  static void run_ctx(asio::io_context& c, bool party = false, std::chrono::microseconds spin = {}) {
+  static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {}) {
+    if (huge_page_heap) advise_thread_heap_huge_pages();
     may_call_shard() = party;
     auto guard = asio::make_work_guard(c);
     if (!party || spin.count() <= 0) {

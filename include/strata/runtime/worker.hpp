@@ -358,7 +358,7 @@ class worker : public actor {
       bad_inc(true, delta.width(), r, h.id, h.width);
     auto& t = table<R>(h);
     const double m = value_bounded_ ? delta.magnitude() : 0.0;
-    return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, d = std::move(delta)] { t.inc_row(r, d); });
+    return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, d = std::move(delta)]() mutable { t.inc_row(r, std::move(d)); });
   }
 
   // ---- clock -------------------------------------------------------------------------------

@@ -131,6 +131,17 @@ class client_table final : public client_table_base {
     pending_of(it->second, r).add(d);
     if (it->second.valid) it->second.data.add(d);
   }
+  /// As above, taking the delta: a row with nothing in the oplog yet keeps the delta itself
+  /// (no zero row to allocate and add into; the common case, one inc_row per row per clock).
+  void inc_row(row_id r, R&& d) {
+    auto it = cache_.find(r);
+    if (it == cache_.end()) return void(take_pending(r, std::move(d)));
+    entry& e = it->second;
+    if (e.valid) e.data.add(d);
+    if (e.pending_epoch == epoch_) return e.pending->add(d);
+    e.pending = &take_pending(r, std::move(d));
+    e.pending_epoch = epoch_;
+  }
 
   std::uint32_t flush_to(node_id shard, std::uint64_t seq, byte_writer& out) override {
     auto& log = oplog_[shard];
@@ -207,6 +218,13 @@ class client_table final : public client_table_base {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
     auto [it, fresh] = log.try_emplace(r);
     if (fresh) it->second = R(width_);
+    return it->second;
+  }
+  /// Adds d to row r's oplog entry; a new entry is d itself (try_emplace leaves d alone when r
+  /// is already there).
+  R& take_pending(row_id r, R&& d) {
+    auto [it, fresh] = oplog_[owner_of(id_, r, nodes_)].try_emplace(r, std::move(d));
+    if (!fresh) it->second.add(d);
     return it->second;
   }
   /// Marks entry e's new data (a reply or a push reflecting clock `reflects`) as the cached row.

@@ -34,10 +34,12 @@ using strata_test::violations;
 template <class Model, class Transport = strata::inproc>
 strata::worker_stats run_plan(const plan& pl, violations& bad, typename Transport::config tc = {},
                               std::uint32_t nodes = 2, std::chrono::microseconds compute = {},
-                              std::barrier<>* lockstep = nullptr, std::size_t cache = 0, bool local_shard_calls = true) {
+                              std::barrier<>* lockstep = nullptr, std::size_t cache = 0, bool local_shard_calls = true,
+                              bool huge_page_heap = false) {
   strata::system_config cfg{.nodes = nodes, .workers_per_node = static_cast<std::uint32_t>(pl.P) / nodes,
                             .staleness = 2, .value_bound = 4.0, .cache_rows = cache};
   cfg.local_shard_calls = local_shard_calls;
+  cfg.huge_page_heap = huge_page_heap;
   strata::system<Model, Transport> sys(cfg, std::move(tc));
   auto t = sys.template add_table<counts>(static_cast<std::size_t>(pl.P));
   const auto mp = sys.model();
@@ -127,9 +129,9 @@ void check_model() {
       INFO("local_shard_calls " << local << ": " << bad.first);
       CHECK(bad.count == 0);
     }
-    {
+    {  // under random delays, threads on huge-page heaps (system_config::huge_page_heap)
       violations bad;
-      auto st = run_plan<Model, strata::delayed<strata::inproc>>(pl, bad, delays(seed));
+      auto st = run_plan<Model, strata::delayed<strata::inproc>>(pl, bad, delays(seed), 2, {}, nullptr, 0, true, true);
       INFO(bad.first);
       CHECK(bad.count == 0);
       CHECK(st.reads > 0);

@@ -67,8 +67,8 @@ struct huge_page_allocator {
 ///
 /// Why: a worker's rows, oplog, cache and message buffers are many small blocks from malloc, and
 /// the first touch of each fresh 4 KiB heap page is a page fault (about 12 µs each on the 2-core
-/// development VM). A trainer's first epoch grows the heaps by a few MiB and paid ~40% of a short
-/// MF run's time in faults there. With 2 MiB pages the same growth costs a few faults.
+/// development VM). A trainer's first epoch grows the heaps by a few MiB: about a third of a short
+/// MF run's time went to faults there. With 2 MiB pages the same growth costs a few faults.
 ///
 /// What it does: the first call in the process sets glibc's M_TOP_PAD to 32 MiB (a heap grows in
 /// steps large enough to hold whole huge pages), M_MMAP_THRESHOLD to 32 MiB (blocks up to that size

@@ -124,13 +124,8 @@ class client_table final : public client_table_base {
     pending_of(it->second, r).inc(c, v);
     if (it->second.valid) it->second.data.inc(c, v);
   }
-  /// Adds a whole delta row to the oplog and to the cached row.
-  void inc_row(row_id r, const R& d) {
-    auto it = cache_.find(r);
-    if (it == cache_.end()) return pending(r).add(d);
-    pending_of(it->second, r).add(d);
-    if (it->second.valid) it->second.data.add(d);
-  }
+  /// Adds a whole delta row to the oplog and to the cached row (a copy of d: see below).
+  void inc_row(row_id r, const R& d) { inc_row(r, R(d)); }
   /// As above, taking the delta: a row with nothing in the oplog yet keeps the delta itself
   /// (no zero row to allocate and add into; the common case, one inc_row per row per clock).
   void inc_row(row_id r, R&& d) {

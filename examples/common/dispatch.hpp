@@ -111,14 +111,14 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
   app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
   app.add_option("--seed", so.seed, "random seed")->capture_default_str();
-  app.add_flag("--shard-thread", [&so](std::int64_t) { so.local_shard_calls = false; },
+  app.add_flag("--shard-thread{false}", so.local_shard_calls,
                "hand every message to a shard to the shard's own thread (default: a worker handles its "
                "message to a shard of its own process itself, under the shard's lock)");
   app.add_option("--spin-us", so.spin_us,
                  "microseconds a worker thread polls for work (yielding) before it sleeps; 0: sleep at once")
       ->check(CLI::Range(0, 1'000'000))
       ->capture_default_str();
-  app.add_flag("--no-huge-page-heap", [&so](std::int64_t) { so.huge_page_heap = false; },
+  app.add_flag("--no-huge-page-heap{false}", so.huge_page_heap,
                "leave malloc as it is (default: the runtime's threads ask for transparent huge pages under "
                "their heaps and malloc keeps what it grows; fewer page faults while rows and buffers first "
                "take memory)");

@@ -63,7 +63,7 @@ struct trainer_cli {
     app.add_option("--metrics", metrics, "write the run's trace (JSON Lines, one line per iteration) to FILE");
     app.add_option("--save", save, "write the trained model to FILE (text; README describes the format)");
     app.add_option("--load", load, "read a model saved with --save from FILE");
-    app.add_flag("--no-prefetch", [&run](std::int64_t) { run.prefetch = false; }, "request rows one at a time");
+    app.add_flag("--no-prefetch{false}", run.prefetch, "request rows one at a time");
     app.add_option("--cache-rows", so.cache_rows,
                    "rows each worker caches per table, evicted CLOCK-wise (rows with pending increments or requests "
                    "stay, so a cache may briefly hold more); 0: unbounded")

@@ -72,7 +72,19 @@ attempt() {
     done_pid=""
     wait -n -p done_pid "${running[@]}"
     rc=$?
-    [ -n "$done_pid" ] || break
+    if [ -z "${done_pid:-}" ]; then
+      # wait -n returned without naming a rank: bash 5.2 can do so for a rank that ended together
+      # with the one it last reported (it unsets done_pid first, hence the :-). Every rank left has
+      # ended then, and a plain wait still has its status; 127 means bash lost it.
+      done_pid=${running[0]}
+      wait "$done_pid"
+      rc=$?
+      if [ "$rc" -eq 127 ]; then
+        for ((r = 0; r < n; r++)); do
+          [ "${pids[$r]}" = "$done_pid" ] && echo "launch.sh: rank $r ended, but its exit status is lost" >&2
+        done
+      fi
+    fi
     left=()
     for p in "${running[@]}"; do [ "$p" = "$done_pid" ] || left+=("$p"); done
     running=("${left[@]}")

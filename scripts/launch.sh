@@ -73,9 +73,9 @@ attempt() {
     wait -n -p done_pid "${running[@]}"
     rc=$?
     if [ -z "${done_pid:-}" ]; then
-      # wait -n returned without naming a rank: bash 5.2 can do so for a rank that ended together
-      # with the one it last reported (it unsets done_pid first, hence the :-). Every rank left has
-      # ended then, and a plain wait still has its status; 127 means bash lost it.
+      # wait -n returned without naming a rank (seen once, in CI under load; bash unsets done_pid
+      # first, hence the :-). It waits while a listed rank runs, so the ranks left have ended and
+      # bash has reaped one without reporting it: a plain wait gives its status (127: lost).
       done_pid=${running[0]}
       wait "$done_pid"
       rc=$?

@@ -66,6 +66,9 @@ attempt() {
   }
   trap 'kill_rest; exit 130' INT TERM
 
+  rank_of() {  # the rank whose process group leader is $1
+    for ((r = 0; r < n; r++)); do [ "${pids[$r]}" = "$1" ] && echo "$r"; done
+  }
   status=0
   running=("${pids[@]}")
   while [ "${#running[@]}" -gt 0 ]; do
@@ -79,19 +82,13 @@ attempt() {
       done_pid=${running[0]}
       wait "$done_pid"
       rc=$?
-      if [ "$rc" -eq 127 ]; then
-        for ((r = 0; r < n; r++)); do
-          [ "${pids[$r]}" = "$done_pid" ] && echo "launch.sh: rank $r ended, but its exit status is lost" >&2
-        done
-      fi
+      [ "$rc" -ne 127 ] || echo "launch.sh: rank $(rank_of "$done_pid") ended, but its exit status is lost" >&2
     fi
     left=()
     for p in "${running[@]}"; do [ "$p" = "$done_pid" ] || left+=("$p"); done
     running=("${left[@]}")
     if [ "$rc" -ne 0 ]; then
-      for ((r = 0; r < n; r++)); do
-        [ "${pids[$r]}" = "$done_pid" ] && echo "launch.sh: rank $r exited with status $rc; stopping the others" >&2
-      done
+      echo "launch.sh: rank $(rank_of "$done_pid") exited with status $rc; stopping the others" >&2
       status=$rc
       kill_rest
       wait 2>/dev/null

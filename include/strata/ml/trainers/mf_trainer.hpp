@@ -145,12 +145,8 @@ inline bool mf_block_delta(float* delta, const float* local, const float* old, s
 }
 /// A mirrored block after its change was sent: server += local − old, then local = old = init + server.
 inline void mf_fold_mirror(float* server, float* local, float* old, const float* init, std::size_t n) noexcept {
-  for (std::size_t k = 0; k < n; ++k) {
-    server[k] += local[k] - old[k];
-    const float x = init[k] + server[k];
-    local[k] = x;
-    old[k] = x;
-  }
+  for (std::size_t k = 0; k < n; ++k) server[k] += local[k] - old[k];
+  mf_load_block(local, old, init, server, n);
 }
 }  // namespace detail
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -75,22 +76,43 @@ struct huge_page_allocator {
 /// come from the heap, whose pages are kept and reused, instead of a fresh mapping each time) and
 /// M_TRIM_THRESHOLD to 64 MiB (freed heap tops are kept); these are process-wide and stay. Then, if
 /// the calling thread's allocations come from a thread heap (glibc maps those at multiples of
-/// their 64 MiB maximum size), that region is marked MADV_HUGEPAGE. The main thread's heap (the
-/// program break) is left alone. Advice only: a kernel with transparent huge pages `never` keeps
-/// 4 KiB pages, and nothing changes but the malloc settings.
+/// their 64 MiB maximum size; a probe block's chunk header says which heap it is from), that region
+/// is marked MADV_HUGEPAGE. The main thread's heap (the program break) is left alone. Under a
+/// sanitizer, whose malloc is not glibc's, the function does nothing and returns false. Advice
+/// only: a kernel with transparent huge pages `never` keeps 4 KiB pages, and nothing changes but
+/// the malloc settings.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define STRATA_DETAIL_FOREIGN_MALLOC 1  // a sanitizer replaces malloc: no glibc heaps to find
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define STRATA_DETAIL_FOREIGN_MALLOC 1
+#endif
+#endif
 inline bool advise_thread_heap_huge_pages() noexcept {
-#if defined(__linux__) && defined(__GLIBC__) && defined(MADV_HUGEPAGE)
+#if defined(__linux__) && defined(__GLIBC__) && defined(MADV_HUGEPAGE) && !defined(STRATA_DETAIL_FOREIGN_MALLOC)
   static std::once_flag once;
   std::call_once(once, [] {
     (void)::mallopt(M_TOP_PAD, 32 << 20);
     (void)::mallopt(M_MMAP_THRESHOLD, 32 << 20);
     (void)::mallopt(M_TRIM_THRESHOLD, 64 << 20);
   });
-  void* probe = std::malloc(64);
+  // Which heap serves this thread: probe with a block the per-thread cache does not hold (glibc's
+  // tcache keeps chunks up to 1032 bytes, in the *freeing* thread's cache whatever arena they came
+  // from, so a small probe can return another thread's chunk). A 4 KiB chunk freed by any thread
+  // goes back to its own arena's bins. Then ask
+  // the chunk itself: glibc marks chunks of a thread heap with the NON_MAIN_ARENA bit (4) of the
+  // size word just below the block, which holds wherever the main heap lies.
+  void* probe = std::malloc(4096);
   if (!probe) return false;
-  const auto at = reinterpret_cast<std::uintptr_t>(probe);
+  auto at = reinterpret_cast<std::uintptr_t>(probe);
+  // An integer GCC cannot trace back to the block: the word below it is glibc's, not out of bounds,
+  // and only the address (not the freed block) is used after the free.
+  __asm__ volatile("" : "+r"(at));
+  std::size_t size_word = 0;
+  std::memcpy(&size_word, reinterpret_cast<const void*>(at - sizeof(std::size_t)), sizeof size_word);
   std::free(probe);
-  if (at < reinterpret_cast<std::uintptr_t>(::sbrk(0))) return false;  // the main heap
+  constexpr std::size_t non_main_arena = 4;
+  if ((size_word & non_main_arena) == 0) return false;  // the main heap
   constexpr std::uintptr_t heap_max = std::uintptr_t{2} * 4 * 1024 * 1024 * sizeof(long);  // glibc's HEAP_MAX_SIZE
   void* const heap = reinterpret_cast<void*>(at & ~(heap_max - 1));
   // The range may hold unmapped parts (ENOMEM): the mapped ones still take the advice.

@@ -17,7 +17,7 @@ BIN="${BIN:-$root/build/benchmarks/strata_load_node}"
 OUT="${OUT:-$root/benchmarks/results/reliability/load}"
 PROCS="${PROCS:-4}" WORKERS="${WORKERS:-16}" ROWS="${ROWS:-100000}" WIDTH="${WIDTH:-1000}" CLOCKS="${CLOCKS:-5000}"
 INCS="${INCS:-128}" INC_ROWS="${INC_ROWS:-16}" GETS="${GETS:-8}" MODELS="${MODELS:-bsp essp2}"
-SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-52300}" SEED="${SEED:-1}"
+SAMPLE_MS="${SAMPLE_MS:-1000}" BASE_PORT="${BASE_PORT:-12300}" SEED="${SEED:-1}"
 
 fail() { echo "LOAD FAILED: $*"; exit 1; }
 [ -x "$BIN" ] || fail "no strata_load_node at $BIN (cmake --build build --target strata_load_node)"

@@ -46,7 +46,7 @@ for w in $WORKERS; do
 done
 for seed in $SEEDS; do
   echo "== lasso priority, 2 TCP processes x 1 worker, seed=$seed" >&2
-  bash "$root/scripts/launch.sh" -n 2 --base-port 51890 -- "$BUILD_DIR/examples/strata_lasso" --transport tcp "${lasso[@]}" \
+  bash "$root/scripts/launch.sh" -n 2 --base-port 11890 -- "$BUILD_DIR/examples/strata_lasso" --transport tcp "${lasso[@]}" \
     --scheduler priority --workers 1 --seed "$seed" --metrics "$out/metrics/lasso_priority_tcp2_s${seed}.jsonl" >&2
 done
 

@@ -151,7 +151,9 @@ TEST_CASE("client_table inc_row: a moved delta starts a row's oplog entry, later
 TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge pages, and malloc still works") {
 #if defined(__linux__) && defined(__GLIBC__)
   bool advised = false;
-  std::string flags, big_flags;
+  std::string flags, big_flags, arrays_flags;
+  std::vector<std::vector<float, strata::huge_page_allocator<float>>> arrays;  // made on the thread, freed here
+  std::size_t arrays_span = 0;
   int sum = 0;
   std::thread th([&] {
     advised = strata::advise_thread_heap_huge_pages();
@@ -164,6 +166,13 @@ TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge p
     // 8 MiB: under the raised mmap threshold it comes from the same heap, megabytes further in.
     std::vector<char> big(std::size_t{8} << 20, 1);
     big_flags = vm_flags_at(big.data() + big.size() - 1);
+    // huge_page_allocator's large blocks come from this heap too, packed rather than one 2 MiB page
+    // each: three 600 KB arrays lie within 2 MiB (aligned blocks would be 4 MiB apart or more).
+    for (float v : {1.0f, 2.0f, 3.0f}) arrays.emplace_back(std::size_t{150'000}, v);
+    const auto lo = std::min({arrays[0].data(), arrays[1].data(), arrays[2].data()});
+    const auto hi = std::max({arrays[0].data(), arrays[1].data(), arrays[2].data()});
+    arrays_span = static_cast<std::size_t>(reinterpret_cast<const char*>(hi) - reinterpret_cast<const char*>(lo));
+    arrays_flags = vm_flags_at(arrays[1].data());
   });
   th.join();
   CHECK(sum == 2 * (1999 * 2000 / 2));
@@ -178,6 +187,11 @@ TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge p
   CHECK(advised);  // a thread's first allocations come from a heap of its own
   CHECK(flags.find(" hg") != std::string::npos);      // that heap's mapping carries MADV_HUGEPAGE,
   CHECK(big_flags.find(" hg") != std::string::npos);  // all of it
+  CHECK(arrays_span < strata::huge_page_allocator<float>::page);
+  CHECK(arrays_flags.find(" hg") != std::string::npos);
+  for (std::size_t k = 0; k < arrays.size(); ++k)  // intact, and freed by another thread than their own
+    CHECK(std::count(arrays[k].begin(), arrays[k].end(), static_cast<float>(k + 1)) == 150'000);
+  arrays.clear();
   // The main thread's heap is left alone, even when the main thread has just freed small blocks
   // that another thread allocated: glibc caches such a chunk in the freeing thread's tcache
   // whatever its arena, so a small probe would come back from the other thread's heap (a

@@ -58,10 +58,11 @@ struct system_config {
   /// Microseconds a worker's (or the coordinator's) thread keeps polling for work, yielding between
   /// polls, before it sleeps (0: it sleeps at once). A BSP round of 2 workers takes ~3x less time.
   int spin_us = 50;
-  /// The runtime's threads ask for transparent huge pages under their malloc heaps and set glibc's
-  /// malloc to keep what it grows (`advise_thread_heap_huge_pages`, core/huge_pages.hpp): fewer,
-  /// cheaper page faults while a run's rows and buffers first take their memory. Process-wide malloc
-  /// settings, so off unless asked for (the example trainers turn it on).
+  /// The runtime's worker threads, and a shard's thread once it handles messages itself, ask for
+  /// transparent huge pages under their malloc heaps and set glibc's malloc to keep what it grows
+  /// (`advise_thread_heap_huge_pages`, core/huge_pages.hpp): fewer, cheaper page faults while a
+  /// run's rows and buffers first take their memory. Process-wide malloc settings, so off unless
+  /// asked for (the example trainers turn it on).
   bool huge_page_heap = false;
 };
 

@@ -333,7 +333,10 @@ class basic_system {
       s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
       transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
         if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m));
-        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable { on_shard(*s, src, std::move(m)); });
+        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
+          if (cfg_.huge_page_heap) advise_heap_once();
+          on_shard(*s, src, std::move(m));
+        });
       });
       servers_.push_back(std::move(s));
       for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
@@ -357,11 +360,16 @@ class basic_system {
       progress();
     });
     transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
+    // Huge-page heaps (system_config::huge_page_heap) for the threads that take memory: every worker
+    // thread at its start, a shard thread when it first handles a message itself (with local shard
+    // calls and every node in this process it may never: the workers run the shard's code), not the
+    // coordinator's. Advising a heap costs a 2 MiB page at once (core/huge_pages.hpp), and on a VM
+    // that is milliseconds of a core the workers are starting on.
     const bool huge = cfg_.huge_page_heap;
-    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx, huge] { run_ctx(*c, huge); });
+    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
     const auto spin = std::chrono::microseconds(cfg_.spin_us);
     for (auto& w : workers_) w->thread = std::thread([c = &w->ctx, huge, spin] { run_ctx(*c, huge, true, spin); });
-    if (coord_) coord_->thread = std::thread([c = &coord_->ctx, huge, spin] { run_ctx(*c, huge, true, spin); });
+    if (coord_) coord_->thread = std::thread([c = &coord_->ctx, spin] { run_ctx(*c, false, true, spin); });
   }
 
   ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
@@ -419,13 +427,18 @@ class basic_system {
     }
   }
 
+  /// The calling thread's malloc heap gets huge pages, the first time per thread.
+  static void advise_heap_once() {
+    thread_local bool done = false;
+    if (!std::exchange(done, true)) advise_thread_heap_huge_pages();
+  }
   /// A thread's loop. A party thread (worker, coordinator) with `spin` > 0 polls its queue for up
   /// to `spin` after it runs dry before it sleeps: a wake-up that arrives within that time (a BSP
   /// round's last clock, a local shard's reply) costs no futex sleep and wake. It yields between
   /// polls, so a thread with work gets the core (a BSP round of 8 workers on 2 cores is faster with
   /// the polling too).
   static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {}) {
-    if (huge_page_heap) advise_thread_heap_huge_pages();
+    if (huge_page_heap) advise_heap_once();
     may_call_shard() = party;
     auto guard = asio::make_work_guard(c);
     if (!party || spin.count() <= 0) {

@@ -280,9 +280,13 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   const std::size_t bw = std::size_t{B} * W1;
   struct worker_state {
     std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
-    using floats = std::vector<float, huge_page_allocator<float>>;  // set up at the start of the run: see core/huge_pages.hpp
-    floats Wl, Wo, Hl, Ho, Winit, Hinit;  // local copies by block (only the blocks read are filled)
-    floats Ws;                            // the server's value of this worker's W blocks (its mirror)
+    // The local copies by block (only the blocks read are filled), all in one block of memory set
+    // up at the start of the run (see core/huge_pages.hpp): on MovieLens-small the seven arrays fit
+    // one 2 MiB page, where one allocation each took seven. A fresh huge page costs from 0.1 to
+    // about 5 ms on the development VM (REPORT.md), so a worker's start-up is mostly its page count.
+    std::vector<float, huge_page_allocator<float>> slab;
+    std::span<float> Wl, Wo, Hl, Ho, Winit, Hinit;
+    std::span<float> Ws;  // the server's value of this worker's W blocks (its mirror)
     std::vector<std::size_t> slice_end;               // end of each clock's slice of `order` (K entries)
     std::vector<char> loaded, train_block;
     std::vector<io::rating, huge_page_allocator<io::rating>> data;  // its ratings, grouped by item block
@@ -337,13 +341,13 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       for (std::uint32_t b = 0; b < ib; ++b)
         if (ii[b]) st->iblocks.push_back(b);
     }
-    st->Wl.assign(std::size_t{ub} * bw, 0.0f);
-    st->Wo = st->Wl;
-    st->Winit = st->Wl;
-    st->Ws = st->Wl;
-    st->Hl.assign(std::size_t{ib} * bw, 0.0f);
-    st->Ho = st->Hl;
-    st->Hinit = st->Hl;
+    {
+      const std::size_t wn = std::size_t{ub} * bw, hn = std::size_t{ib} * bw;
+      st->slab.assign(4 * wn + 3 * hn, 0.0f);
+      float* at = st->slab.data();
+      for (auto* a : {&st->Wl, &st->Wo, &st->Winit, &st->Ws}) *a = {at, wn}, at += wn;
+      for (auto* a : {&st->Hl, &st->Ho, &st->Hinit}) *a = {at, hn}, at += hn;
+    }
     for (std::uint32_t b : st->ublocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
@@ -475,8 +479,8 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
 
     // Iteration 0: the initial model (no reads needed: it is the hashed or the start model).
     if (seg_first == 1) {
-      Wl = Winit;
-      Hl = Hinit;
+      std::copy(Winit.begin(), Winit.end(), Wl.begin());
+      std::copy(Hinit.begin(), Hinit.end(), Hl.begin());
       const auto t0 = std::chrono::steady_clock::now();
       rec.add_values(p, 0, o.eval_every ? train_objective() : 0.0, test_sq(), static_cast<double>(my_test.size()));
       rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -544,7 +548,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         rec.charge_eval(p, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       // Push the differences.
-      auto push = [&](auto table, const worker_state::floats& now, const worker_state::floats& old,
+      auto push = [&](auto table, std::span<const float> now, std::span<const float> old,
                       const std::vector<std::uint32_t>& blocks) -> task<> {
         for (std::uint32_t b : blocks) {
           dense_row<float> d(bw);

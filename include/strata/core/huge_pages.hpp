@@ -120,9 +120,9 @@ inline bool advise_thread_heap_huge_pages() noexcept {
   // Which heap serves this thread: probe with a block the per-thread cache does not hold (glibc's
   // tcache keeps chunks up to 1032 bytes, in the *freeing* thread's cache whatever arena they came
   // from, so a small probe can return another thread's chunk). A 4 KiB chunk freed by any thread
-  // goes back to its own arena's bins. Then ask
-  // the chunk itself: glibc marks chunks of a thread heap with the NON_MAIN_ARENA bit (4) of the
-  // size word just below the block, which holds wherever the main heap lies.
+  // goes back to its own arena's bins. Then ask the chunk itself: glibc marks chunks of a thread
+  // heap with the NON_MAIN_ARENA bit (4) of the size word just below the block, which holds
+  // wherever the main heap lies.
   void* probe = std::malloc(4096);
   if (!probe) return false;
   auto at = reinterpret_cast<std::uintptr_t>(probe);

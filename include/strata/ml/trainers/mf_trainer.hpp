@@ -343,10 +343,12 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     }
     {
       const std::size_t wn = std::size_t{ub} * bw, hn = std::size_t{ib} * bw;
-      st->slab.assign(4 * wn + 3 * hn, 0.0f);
+      const auto w_arrays = {&st->Wl, &st->Wo, &st->Winit, &st->Ws};
+      const auto h_arrays = {&st->Hl, &st->Ho, &st->Hinit};
+      st->slab.assign(w_arrays.size() * wn + h_arrays.size() * hn, 0.0f);
       float* at = st->slab.data();
-      for (auto* a : {&st->Wl, &st->Wo, &st->Winit, &st->Ws}) *a = {at, wn}, at += wn;
-      for (auto* a : {&st->Hl, &st->Ho, &st->Hinit}) *a = {at, hn}, at += hn;
+      for (auto* a : w_arrays) *a = {at, wn}, at += wn;
+      for (auto* a : h_arrays) *a = {at, hn}, at += hn;
     }
     for (std::uint32_t b : st->ublocks)
       for (std::uint32_t j = 0; j < B; ++j)

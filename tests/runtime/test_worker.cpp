@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <future>
 #include <limits>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -310,6 +311,69 @@ TEST_CASE("a NaN or inf increment rejects its whole flush at the shard, naming t
     shard.on_message({0, 1}, flush_of(a, b));
     CHECK(static_cast<strata::server_table<irow>&>(shard.table(1)).row(7).get(2) == -5);
   }
+}
+
+TEST_CASE("essp: a push leaves out, per subscriber, the rows only that subscriber wrote since their last push") {
+  // One shard, two workers, both subscribed to rows 0..2 of a width-1 table.
+  using frow = strata::dense_row<float>;
+  std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+  tabs.push_back(std::make_unique<strata::server_table<frow>>(1));
+  const strata::worker_map wm{1, 2};
+  std::vector<std::pair<strata::endpoint, strata::wire::rows>> pushes;
+  strata::server_shard shard(0, wm, strata::model_params::of<strata::essp<1>>({}), std::move(tabs),
+                             [&](strata::endpoint to, strata::wire::message&& m) {
+                               if (auto* r = std::get_if<strata::wire::rows>(&m); r && r->push) pushes.emplace_back(to, std::move(*r));
+                             });
+  for (strata::worker_id w = 0; w < 2; ++w)
+    for (strata::row_id r = 0; r < 3; ++r)
+      shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, r, strata::no_clock, true}});
+  std::uint64_t seq[2] = {0, 0};
+  auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
+    strata::wire::flush f;
+    f.from = from;
+    f.seq = ++seq[from];
+    f.tag = tag;
+    f.new_clock = tag + 1;
+    f.count = static_cast<std::uint32_t>(incs.size());
+    strata::byte_writer out(f.payload.bytes);
+    for (auto [r, v] : incs) {
+      out.put(strata::table_id{0});
+      out.put(r);
+      frow d(1);
+      d.inc(0, v);
+      d.encode(out);
+    }
+    shard.on_message(wm.of(from), strata::wire::message{std::move(f)});
+  };
+  // The rows (and values) each worker was pushed at the last advance.
+  auto pushed_to = [&](strata::worker_id w) {
+    std::map<strata::row_id, float> got;
+    int messages = 0;
+    for (auto& [to, m] : pushes) {
+      if (!(to == wm.of(w))) continue;
+      ++messages;
+      strata::byte_reader in(m.payload.bytes);
+      for (std::uint32_t i = 0; i < m.count; ++i) {
+        CHECK(in.get<strata::table_id>() == 0);
+        const auto r = in.get<strata::row_id>();
+        got[r] = frow::decode(in, 1).get(0);
+      }
+    }
+    CHECK(messages == 1);  // every subscriber still gets the push, and with it the new clock
+    return got;
+  };
+  // Clock 0: worker 0 writes rows 0 and 2, worker 1 rows 1 and 2.
+  flush(0, 0, {{0, 1.0f}, {2, 10.0f}});
+  CHECK(pushes.empty());  // ESSP pushes when the minimum clock moves, not before
+  flush(1, 0, {{1, 2.0f}, {2, 20.0f}});
+  CHECK(pushed_to(0) == std::map<strata::row_id, float>{{1, 2.0f}, {2, 30.0f}});
+  CHECK(pushed_to(1) == std::map<strata::row_id, float>{{0, 1.0f}, {2, 30.0f}});
+  // Clock 1: worker 0 alone writes row 1 (worker 1's row until now) and row 0 again.
+  pushes.clear();
+  flush(0, 1, {{0, 4.0f}, {1, 8.0f}});
+  flush(1, 1, {});
+  CHECK(pushed_to(0).empty());
+  CHECK(pushed_to(1) == std::map<strata::row_id, float>{{0, 5.0f}, {1, 10.0f}});
 }
 
 TEST_CASE("a NaN increment in a run ends it with an error naming table and row, not a poisoned table") {

@@ -2,6 +2,7 @@
 /// \file A server shard: applies flushed increments, tracks every worker's clock, parks reads until
 /// rows are fresh enough, and pushes rows to subscribers (ESSP at clock advances, VAP/async at once).
 #include <algorithm>
+#include <compare>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -44,6 +45,15 @@ class server_shard {
   std::size_t num_tables() const noexcept { return tables_.size(); }
 
  private:
+  /// A row changed since its last push, and by whom (`many_writers`: more than one, or not known).
+  struct changed_row {
+    table_id table;
+    row_id row;
+    worker_id by;
+    auto operator<=>(const changed_row&) const = default;
+  };
+  static constexpr worker_id many_writers = std::numeric_limits<worker_id>::max();
+
   void handle(endpoint, wire::flush& f) {
     if (f.from >= wm_.workers()) throw error(errc::bad_frame, "flush from unknown worker " + std::to_string(f.from));
     check_payload(f);  // a bad row anywhere rejects the whole flush before any of it is applied
@@ -80,7 +90,7 @@ class server_shard {
     if (!mp_.exact) {
       // Applied at once: acknowledge to the sender; push now (VAP, async) or at the next advance (ESSP).
       if (mp_.push == push_mode::on_min_clock) {
-        dirty_.insert(dirty_.end(), touched.begin(), touched.end());
+        for (auto [t, r] : touched) dirty_.push_back({t, r, f.from});
         touched.clear();
       }
       push_rows(touched, f.from);
@@ -254,7 +264,7 @@ class server_shard {
   /// The minimum clock moved up: fold held updates (exact snapshots), acknowledge them, push changed
   /// rows to subscribers with the new clock (ESSP), and serve the reads that can now be served.
   void advance() {
-    std::vector<std::pair<table_id, row_id>> changed;
+    std::vector<changed_row> changed;
     std::vector<bool> acked(wm_.workers(), false);
     if (ckpt_every_ > 0 && min_ != finished) write_checkpoints(changed);
     if (mp_.exact) {
@@ -262,7 +272,7 @@ class server_shard {
       for (table_id t = 0; t < tables_.size(); ++t) {
         rows.clear();
         tables_[t]->fold(min_, rows);
-        for (auto r : rows) changed.emplace_back(t, r);
+        for (auto r : rows) changed.push_back({t, r, many_writers});
       }
       while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
         for (auto [w, s] : pending_seq_.begin()->second) {
@@ -282,8 +292,17 @@ class server_shard {
       changed.clear();
       if (eager) changed.swap(unpushed_);
     }
+    // One entry per row, naming its writer when it had only one since it was last pushed.
     std::sort(changed.begin(), changed.end());
-    changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+    std::size_t n = 0;
+    for (const auto& c : changed) {
+      if (n > 0 && changed[n - 1].table == c.table && changed[n - 1].row == c.row) {
+        if (changed[n - 1].by != c.by) changed[n - 1].by = many_writers;
+      } else {
+        changed[n++] = c;
+      }
+    }
+    changed.resize(n);
     for (worker_id w = 0; w < wm_.workers(); ++w) {
       const bool subscribed = eager && has_subs_[w] && clock_[w] != finished;
       if (!acked[w] && !subscribed) continue;
@@ -296,7 +315,12 @@ class server_shard {
         out.writers = writers(out.reflects);
         byte_writer wr(out.payload.bytes);
         for (std::size_t k = 0; k < changed.size(); ++k) {
-          const auto [t, r] = changed[k];
+          const auto [t, r, by] = changed[k];
+          // A row only w wrote since its last push is already right in w's cache: w added its own
+          // increments there when it made them (read-my-writes) to the value it last received, and
+          // the shard added the same increments to that value. The push's clock still reaches the
+          // row (push_reflects_ is per shard), so it counts as pushed; its bytes are not sent.
+          if (by == w) continue;
           const auto* subs = tables_[t]->subscribers(r);
           if (!subs || std::find(subs->begin(), subs->end(), w) == subs->end()) continue;
           wr.put(t);
@@ -312,7 +336,7 @@ class server_shard {
 
   /// Every checkpoint clock m the minimum clock has reached since the last one: fold the updates of
   /// clocks < m (exact tables, or the shadow copy), write them, tell shard 0.
-  void write_checkpoints(std::vector<std::pair<table_id, row_id>>& changed) {
+  void write_checkpoints(std::vector<changed_row>& changed) {
     auto& tabs = shadow_.empty() ? tables_ : shadow_;
     std::vector<row_id> rows;
     for (clock_type m = (ckpt_last_ / ckpt_every_ + 1) * ckpt_every_; m <= min_; m += ckpt_every_) {
@@ -320,7 +344,7 @@ class server_shard {
         rows.clear();
         tabs[t]->fold(m, rows);
         if (shadow_.empty())
-          for (auto r : rows) changed.emplace_back(t, r);
+          for (auto r : rows) changed.push_back({t, r, many_writers});
       }
       const auto body = ckpt::encode_tables(tabs);
       ckpt::write_atomic(ckpt::shard_file(ckpt_dir_, m, me_), ckpt::seal(ckpt::kind::shard, me_, m, ckpt_sig_, body));
@@ -389,8 +413,8 @@ class server_shard {
   std::vector<clock_type> newest_;  // per worker: newest flush tag applied to the rows
   std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
   std::vector<wire::row_request> parked_;
-  std::vector<std::pair<table_id, row_id>> dirty_;  // applied since the last push (ESSP, applied at once)
-  std::vector<std::pair<table_id, row_id>> unpushed_;  // changed, waiting for an advance that pushes
+  std::vector<changed_row> dirty_;     // applied since the last push (ESSP, applied at once)
+  std::vector<changed_row> unpushed_;  // changed, waiting for an advance that pushes
   struct collective {
     std::vector<wire::blob> parts;
     std::vector<bool> have;

@@ -28,7 +28,7 @@ inline constexpr int dynamic_bound = -1;
 ///    when the global minimum clock advances (`on_min_clock`), or as soon as an update is applied
 ///    (`on_update`); optional hook `static constexpr bool push_at(clock_type new_min)` choosing
 ///    which advances push under `on_min_clock` (default: every one). Rows changed between pushes
-///    go out with the next push;
+///    go out with the next push, to each subscriber but one that alone changed them;
 ///  - what does a server row hold? `exact_snapshots`: exactly the updates through the global
 ///    minimum clock minus one (held back until every worker has clocked), or every update as it
 ///    arrives;

@@ -28,7 +28,8 @@ struct bsp : ssp<0> {
 };
 
 /// Eager SSP: SSP's guarantee, and the server pushes updated rows to every subscriber when the
-/// global minimum clock advances, so reads rarely wait.
+/// global minimum clock advances, so reads rarely wait (a row only that subscriber changed since its
+/// last push is left out: the subscriber's cache already holds its own increments).
 template <int S>
 struct essp : ssp<S> {
   static constexpr push_mode push = push_mode::on_min_clock;

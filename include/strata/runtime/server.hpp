@@ -319,7 +319,9 @@ class server_shard {
           // A row only w wrote since its last push is already right in w's cache: w added its own
           // increments there when it made them (read-my-writes) to the value it last received, and
           // the shard added the same increments to that value. The push's clock still reaches the
-          // row (push_reflects_ is per shard), so it counts as pushed; its bytes are not sent.
+          // row (push_reflects_ is per shard), so it counts as pushed; its bytes are not sent. (With
+          // several increments to the row in one clock, the cache's one-by-one sums and the shard's
+          // sum of the flush may differ in the last bit until another writer's change is pushed.)
           if (by == w) continue;
           const auto* subs = tables_[t]->subscribers(r);
           if (!subs || std::find(subs->begin(), subs->end(), w) == subs->end()) continue;

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   wire::flush f;
   f.from = 1, f.seq = 1, f.tag = 0, f.new_clock = 1, f.count = 1, f.payload = blob_of({0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 128, 63});
   put(root / "frame/flush", wire::encode_message(src, dst, wire::message{f}));
-  put(root / "frame/row_request", wire::encode_message(src, dst, wire::message{wire::row_request{1, 0, 5, 2, true}}));
+  put(root / "frame/row_request", wire::encode_message(src, dst, wire::message{wire::row_request{1, 0, {5}, 2, true}}));
+  put(root / "frame/row_request_batch", wire::encode_message(src, dst, wire::message{wire::row_request{1, 0, {5, 9, 11}, 2, false}}));
   wire::rows r;
   r.shard = 0, r.reflects = 3, r.acked_seq = 1, r.push = true, r.count = 1, r.payload = blob_of({1, 2, 3, 4});
   put(root / "frame/rows", wire::encode_message(src, dst, wire::message{r}));

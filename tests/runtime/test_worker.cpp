@@ -26,6 +26,27 @@ using strata_test::within;
 
 using drow = strata::dense_row<double>;
 
+/// Hands `shard` worker `from`'s flush number `seq`, of clock `tag`, with one-column increments to
+/// rows of table 0 (a dense_row<float> table of width 1).
+void flush_into(strata::server_shard& shard, const strata::worker_map& wm, strata::worker_id from, std::uint64_t seq,
+                strata::clock_type tag, const std::vector<std::pair<strata::row_id, float>>& incs) {
+  strata::wire::flush f;
+  f.from = from;
+  f.seq = seq;
+  f.tag = tag;
+  f.new_clock = tag + 1;
+  f.count = static_cast<std::uint32_t>(incs.size());
+  strata::byte_writer out(f.payload.bytes);
+  for (auto [r, v] : incs) {
+    out.put(strata::table_id{0});
+    out.put(r);
+    strata::dense_row<float> d(1);
+    d.inc(0, v);
+    d.encode(out);
+  }
+  shard.on_message(wm.of(from), strata::wire::message{std::move(f)});
+}
+
 }  // namespace
 
 TEST_CASE("vap: floating-point residue never blocks an increment larger than V/P (issue: hang after 0.1+0.2+0.3)") {
@@ -326,24 +347,10 @@ TEST_CASE("essp: a push leaves out, per subscriber, the rows only that subscribe
                              });
   for (strata::worker_id w = 0; w < 2; ++w)
     for (strata::row_id r = 0; r < 3; ++r)
-      shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, r, strata::no_clock, true}});
+      shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, strata::no_clock, true}});
   std::uint64_t seq[2] = {0, 0};
   auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
-    strata::wire::flush f;
-    f.from = from;
-    f.seq = ++seq[from];
-    f.tag = tag;
-    f.new_clock = tag + 1;
-    f.count = static_cast<std::uint32_t>(incs.size());
-    strata::byte_writer out(f.payload.bytes);
-    for (auto [r, v] : incs) {
-      out.put(strata::table_id{0});
-      out.put(r);
-      frow d(1);
-      d.inc(0, v);
-      d.encode(out);
-    }
-    shard.on_message(wm.of(from), strata::wire::message{std::move(f)});
+    flush_into(shard, wm, from, ++seq[from], tag, incs);
   };
   // The rows (and values) each worker was pushed at the last advance.
   auto pushed_to = [&](strata::worker_id w) {
@@ -374,6 +381,91 @@ TEST_CASE("essp: a push leaves out, per subscriber, the rows only that subscribe
   flush(1, 1, {});
   CHECK(pushed_to(0).empty());
   CHECK(pushed_to(1) == std::map<strata::row_id, float>{{0, 5.0f}, {1, 10.0f}});
+}
+
+TEST_CASE("bsp: a batched row request gets one reply, and the reads parked at a barrier one reply per worker") {
+  using frow = strata::dense_row<float>;
+  std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+  tabs.push_back(std::make_unique<strata::server_table<frow>>(1));
+  const strata::worker_map wm{1, 2};
+  std::vector<std::pair<strata::endpoint, strata::wire::rows>> replies;
+  strata::server_shard shard(0, wm, strata::model_params::of<strata::bsp>({}), std::move(tabs),
+                             [&](strata::endpoint to, strata::wire::message&& m) {
+                               if (auto* r = std::get_if<strata::wire::rows>(&m); r && r->count > 0) replies.emplace_back(to, std::move(*r));
+                             });
+  auto request = [&](strata::worker_id w, std::vector<strata::row_id> rows, strata::clock_type need) {
+    shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, std::move(rows), need, false}});
+  };
+  std::uint64_t seq[2] = {0, 0};
+  auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
+    flush_into(shard, wm, from, ++seq[from], tag, incs);
+  };
+  // Each reply as (row, value) in the order carried, with the clock it reflects.
+  auto rows_of = [](const strata::wire::rows& m) {
+    std::vector<std::pair<strata::row_id, float>> got;
+    strata::byte_reader in(m.payload.bytes);
+    for (std::uint32_t i = 0; i < m.count; ++i) {
+      CHECK(in.get<strata::table_id>() == 0);
+      const auto r = in.get<strata::row_id>();
+      got.emplace_back(r, frow::decode(in, 1).get(0));
+    }
+    CHECK(in.done());
+    return got;
+  };
+  using got_t = std::vector<std::pair<strata::row_id, float>>;
+  // Served at once: three rows, one reply, in the order asked.
+  request(0, {2, 0, 7}, strata::no_clock);
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].first == wm.of(0));
+  CHECK(rows_of(replies[0].second) == got_t{{2, 0.0f}, {0, 0.0f}, {7, 0.0f}});
+  replies.clear();
+  // Clock 0: worker 0 clocks and asks, in two requests, for rows that need clock 0 complete:
+  // parked until worker 1 clocks too. Then one reply carries all of them, with both workers' updates.
+  flush(0, 0, {{0, 1.0f}, {2, 10.0f}});
+  request(0, {0, 2}, 0);
+  request(0, {5}, 0);
+  CHECK(replies.empty());
+  flush(1, 0, {{2, 20.0f}, {5, 3.0f}});
+  REQUIRE(replies.size() == 1);
+  CHECK(replies[0].first == wm.of(0));
+  CHECK(replies[0].second.reflects == 0);
+  CHECK(rows_of(replies[0].second) == got_t{{0, 1.0f}, {2, 30.0f}, {5, 3.0f}});
+  replies.clear();
+  // A request that names no row is a bad frame, and loses nothing: the shard goes on serving.
+  CHECK_THROWS_WITH_AS(request(1, {}, 0), doctest::Contains("names 0 rows"), strata::error);
+  request(1, {5}, 0);
+  REQUIRE(replies.size() == 1);
+  CHECK(rows_of(replies[0].second) == got_t{{5, 3.0f}});
+}
+
+TEST_CASE("a batched prefetch sends one request per shard for the rows not fresh enough, and gets read what they would") {
+  std::vector<std::pair<strata::endpoint, strata::wire::row_request>> sent;
+  const strata::worker_map wm{2, 1};
+  strata::worker w(0, wm, strata::model_params::of<strata::bsp>({}), [&](strata::endpoint to, strata::wire::message&& m) {
+    if (auto* q = std::get_if<strata::wire::row_request>(&m)) sent.emplace_back(to, std::move(*q));
+  });
+  w.add_table<drow>(0, 2);
+  const strata::table_handle<drow> h{0, 2};
+  const std::vector<strata::row_id> rows{0, 1, 2, 3, 4, 2};
+  w.prefetch(h, rows);
+  REQUIRE(sent.size() == 2);  // one per shard; the repeated row 2 asked once
+  std::map<strata::node_id, std::vector<strata::row_id>> by_shard;
+  for (auto& [to, q] : sent) {
+    CHECK(q.from == 0);
+    CHECK(q.table == 0);
+    CHECK(to.slot == 0);
+    by_shard[to.node] = q.rows;
+  }
+  CHECK(by_shard[0] == std::vector<strata::row_id>{0, 2, 4});
+  CHECK(by_shard[1] == std::vector<strata::row_id>{1, 3});
+  // Asked rows are not asked again, by a batch or by a single prefetch.
+  sent.clear();
+  w.prefetch(h, rows);
+  w.prefetch(h, strata::row_id{3});
+  CHECK(sent.empty());
+  w.prefetch(h, strata::row_id{5});
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].second.rows == std::vector<strata::row_id>{5});
 }
 
 TEST_CASE("a NaN increment in a run ends it with an error naming table and row, not a poisoned table") {

@@ -53,7 +53,8 @@ std::vector<std::byte> with_header(std::vector<std::byte> frame, std::size_t at,
 
 TEST_CASE("frame: every message kind round-trips with its header") {
   const endpoint src{2, 1}, dst{0, 0};
-  wire::row_request q{5, 1, 1234567890123ull, 9, true};
+  wire::row_request q{5, 1, {1234567890123ull}, 9, true};
+  wire::row_request batch{5, 1, {3, 1234567890123ull, 8}, 9, false};
   wire::rows r;
   r.shard = 1;
   r.reflects = 7;
@@ -61,7 +62,7 @@ TEST_CASE("frame: every message kind round-trips with its header") {
   r.push = true;
   r.count = 1;
   r.payload.bytes.assign(64, std::byte{0x5a});
-  for (const wire::message& m : {wire::message{sample_flush()}, wire::message{q}, wire::message{r}}) {
+  for (const wire::message& m : {wire::message{sample_flush()}, wire::message{q}, wire::message{batch}, wire::message{r}}) {
     auto bytes = wire::encode_message(src, dst, m);
     std::error_code ec;
     auto [h, back] = wire::decode_message(bytes, wire::default_max_frame, ec);

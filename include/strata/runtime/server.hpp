@@ -119,12 +119,19 @@ class server_shard {
   void handle(endpoint, wire::row_request& q) {
     if (q.from >= wm_.workers() || q.table >= tables_.size())
       throw error(errc::bad_frame, "row request names unknown worker or table");
+    if (q.rows.empty() || q.rows.size() > wire::max_request_rows)
+      throw error(errc::bad_frame, "row request from worker " + std::to_string(q.from) + " names " + std::to_string(q.rows.size()) + " rows");
     if (q.subscribe) {
-      tables_[q.table]->subscribe(q.row, q.from);
+      for (row_id r : q.rows) tables_[q.table]->subscribe(r, q.from);
       has_subs_[q.from] = true;
     }
-    if (q.need <= min_ - 1) reply(q);
-    else parked_.push_back(q);
+    if (q.need <= min_ - 1) {
+      reply_to out{*this, q.from};
+      for (std::size_t i = 0; i < q.rows.size(); ++i) out.add(q.table, q.rows[i], q.rows.size() - 1 - i);
+      out.send();
+    } else {
+      parked_.push_back(std::move(q));
+    }
   }
 
   void handle(endpoint, wire::rows&) { throw error(errc::bad_frame, "server shard got a rows message"); }
@@ -238,27 +245,51 @@ class server_shard {
     return newest_;
   }
 
-  void reply(const wire::row_request& q) {
-    wire::rows out;
-    out.shard = me_;
-    out.reflects = min_ - 1;
-    out.writers = writers(out.reflects);
-    out.acked_seq = folded_seq_[q.from];
-    out.count = 1;
-    byte_writer w(out.payload.bytes);
-    w.put(q.table);
-    w.put(q.row);
-    tables_[q.table]->encode(q.row, w);
-    send_(wm_.of(q.from), std::move(out));
-  }
+  /// A reply to worker `w` being filled: rows as the shard holds them now, in messages of about
+  /// `reply_bytes` of payload at most (a batched request or the parked reads of a barrier go out
+  /// as one message, a whole-table read as a few).
+  struct reply_to {
+    static constexpr std::size_t reply_bytes = std::size_t{4} << 20;
+    server_shard& s;
+    worker_id w;
+    wire::rows out{};
+    /// Adds row r of table t; `more`: how many rows are still to come (to reserve room once).
+    void add(table_id t, row_id r, std::size_t more) {
+      if (out.count == 0) {
+        out.shard = s.me_;
+        out.reflects = s.min_ - 1;
+        out.writers = s.writers(out.reflects);
+        out.acked_seq = s.folded_seq_[w];
+      }
+      byte_writer wr(out.payload.bytes);
+      wr.put(t);
+      wr.put(r);
+      s.tables_[t]->encode(r, wr);
+      if (++out.count == 1 && more > 0)  // rows of a batch are about this size
+        wr.reserve(std::min(wr.size() * more, reply_bytes));
+      if (out.payload.bytes.size() >= reply_bytes) send();
+    }
+    void send() {
+      if (out.count > 0) s.send_(s.wm_.of(w), std::exchange(out, wire::rows{}));
+    }
+  };
 
+  /// Answers the parked reads that the minimum clock now allows: one reply per worker.
   void serve_parked() {
+    if (parked_.empty()) return;
     std::vector<wire::row_request> still;
+    std::vector<std::unique_ptr<reply_to>> outs(wm_.workers());
     for (auto& q : parked_) {
-      if (q.need <= min_ - 1) reply(q);
-      else still.push_back(q);
+      if (q.need > min_ - 1) {
+        still.push_back(std::move(q));
+        continue;
+      }
+      if (!outs[q.from]) outs[q.from] = std::make_unique<reply_to>(reply_to{*this, q.from});
+      for (std::size_t i = 0; i < q.rows.size(); ++i) outs[q.from]->add(q.table, q.rows[i], q.rows.size() - 1 - i);
     }
     parked_.swap(still);
+    for (auto& o : outs)
+      if (o) o->send();
   }
 
   /// The minimum clock moved up: fold held updates (exact snapshots), acknowledge them, push changed

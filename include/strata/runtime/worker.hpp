@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <coroutine>
 #include <cstdint>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <utility>
 #include <vector>
@@ -245,8 +247,7 @@ class worker : public actor {
       if (fresh()) return true;
       if (!e_->requested && !(w_.mp_.pushes_every_advance() && e_->valid)) {
         e_->requested = true;
-        w_.send_raw(endpoint{owner_of(t_.id(), r_, w_.wm_.nodes), 0},
-                 wire::row_request{w_.id_, t_.id(), r_, need_, w_.mp_.push != push_mode::none});
+        w_.request(owner_of(t_.id(), r_, w_.wm_.nodes), t_.id(), r_, need_);
       }
       return false;
     }
@@ -274,6 +275,25 @@ class worker : public actor {
   template <row_type R>
   void prefetch(table_handle<R> h, row_id r) {
     get_awaiter<R>(*this, table<R>(h), r).prepare();
+  }
+  /// The same for several rows, batched: the rows that need a request travel as one request per
+  /// shard (up to wire::max_request_rows rows each), and a shard answers the rows it can serve now,
+  /// or at the barrier it waits for, in one reply. Rows fresh enough (or, under ESSP, cached and
+  /// awaiting the next push) are left out.
+  template <row_type R, class Rows>
+    requires std::ranges::input_range<const Rows&> && std::convertible_to<std::ranges::range_value_t<const Rows&>, row_id>
+  void prefetch(table_handle<R> h, const Rows& rows) {
+    auto& t = table<R>(h);
+    if (batch_.size() != wm_.nodes) batch_.resize(wm_.nodes);
+    batching_ = true;
+    try {
+      for (const auto r : rows) get_awaiter<R>(*this, t, static_cast<row_id>(r)).prepare();
+    } catch (...) {
+      batching_ = false;
+      throw;
+    }
+    batching_ = false;
+    for (node_id s = 0; s < wm_.nodes; ++s) send_batch(s);
   }
 
   // ---- inc ---------------------------------------------------------------------------------
@@ -595,6 +615,27 @@ class worker : public actor {
   }
 
  private:
+  /// Asks shard s for row r of table t once it reflects `need`: now, or, inside a batched
+  /// prefetch, with the batch's other rows for that shard (one table and one need per batch).
+  void request(node_id s, table_id t, row_id r, clock_type need) {
+    if (!batching_) {
+      send_raw(endpoint{s, 0}, wire::row_request{id_, t, {r}, need, mp_.push != push_mode::none});
+      return;
+    }
+    auto& b = batch_[s];
+    if (!b.rows.empty() && (b.table != t || b.need != need)) send_batch(s);
+    if (b.rows.empty()) b.table = t, b.need = need;
+    b.rows.push_back(r);
+    if (b.rows.size() == wire::max_request_rows) send_batch(s);
+  }
+  void send_batch(node_id s) {
+    auto& b = batch_[s];
+    if (b.rows.empty()) return;
+    wire::row_request q{id_, b.table, std::move(b.rows), b.need, mp_.push != push_mode::none};
+    b.rows = {};
+    send_raw(endpoint{s, 0}, std::move(q));
+  }
+
   /// The cold path of inc's column check (`x` a column) and inc_row's width check (`x` the
   /// delta's width), kept out of line so that inc stays small enough to inline.
   [[noreturn, gnu::cold, gnu::noinline]] static void bad_inc(bool row, std::size_t x, row_id r, table_id t, std::size_t width) {
@@ -758,6 +799,13 @@ class worker : public actor {
   bool value_bounded_ = false;
   std::vector<std::unique_ptr<client_table_base>> tables_;
   std::size_t cache_rows_ = 0;                    // per table; 0: unbounded
+  struct request_batch {
+    table_id table = 0;
+    clock_type need = 0;
+    std::vector<row_id> rows;
+  };
+  bool batching_ = false;                         // inside a batched prefetch: requests wait in batch_
+  std::vector<request_batch> batch_;              // per shard
   std::vector<std::uint64_t> seq_;                // last flush seq per shard
   std::vector<clock_type> push_reflects_;         // per shard: clock every subscribed row reflects
   // Per-writer clocks of the rows received, numbered in arrival order ("views"; 0 = none): view v's

@@ -19,7 +19,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 3;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done
+inline constexpr std::uint32_t protocol_version = 4;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done; 4: a row request names several rows
 
 namespace detail {
 /// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it
@@ -115,17 +115,36 @@ struct flush {
   }
 };
 
-/// Worker -> shard: send me this row once it reflects every update through `need`.
+/// The most rows one `row_request` may name (a larger batch travels as several requests).
+inline constexpr std::uint32_t max_request_rows = 1u << 16;
+
+/// Worker -> shard: send me these rows of `table` once they reflect every update through `need`.
+/// One row for a `get`, several for a batched `prefetch`; the shard answers the rows it can serve
+/// together in as few `rows` messages as it can. On the wire: from, table, need, subscribe, then a
+/// u32 row count (1 to `max_request_rows`) and the row ids.
 struct row_request {
   worker_id from = 0;
   table_id table = 0;
-  row_id row = 0;
+  std::vector<row_id> rows;
   clock_type need = 0;
   bool subscribe = false;         ///< register for pushes (ESSP, VAP, async)
   template <class Ar>
-  void serialize(Ar& ar) {
-    ar(from, table, row, need);
+  void save(Ar& ar) const {
+    ar(from, table, need);
+    std::uint8_t s = subscribe ? 1 : 0;
+    ar(s, static_cast<std::uint32_t>(rows.size()));
+    ar(cereal::binary_data(rows.data(), rows.size() * sizeof(row_id)));
+  }
+  template <class Ar>
+  void load(Ar& ar) {
+    ar(from, table, need);
     detail::flag(ar, subscribe);
+    std::uint32_t n = 0;
+    ar(n);
+    if (n == 0 || n > max_request_rows)
+      throw std::runtime_error("row request names " + std::to_string(n) + " rows (1 to " + std::to_string(max_request_rows) + " allowed)");
+    rows.resize(n);
+    ar(cereal::binary_data(rows.data(), std::size_t{n} * sizeof(row_id)));
   }
 };
 

@@ -290,7 +290,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
   auto gather_model = [&](worker& w) -> task<> {
     model.words.resize(V);
     if (o.prefetch)
-      for (std::uint32_t x = 0; x < V; ++x) prefetch(w, WT, x);
+      prefetch(w, WT, std::views::iota(std::uint32_t{0}, V));
     for (std::uint32_t x = 0; x < V; ++x) keep_row(x, co_await w.get(WT, x));
   };
 
@@ -372,7 +372,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       for (std::size_t i = 0; i < mydocs.size(); ++i)
         ll += lda_doc_loglik(std::span<const std::int32_t>(st.ndk.data() + i * K, K), lp);
       if (o.prefetch)
-        for (auto x : evalwords) prefetch(w, WT, x);
+        prefetch(w, WT, evalwords);
       for (auto x : evalwords) {
         const auto& row = co_await w.get(WT, x);
         double s = 0;
@@ -582,7 +582,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       else if (o.snapshot_due(it - 1, o.iterations)) co_await evaluate(it - 1, true);
       else rec.add_values(p, it - 1 - base, std::nan(""), std::nan(""));
       if (o.prefetch)
-        for (auto x : mywords) prefetch(w, WT, x);
+        prefetch(w, WT, mywords);
       if (mh || local_rows) {
         if (mh)
           draws += co_await mh_sweep(it);
@@ -662,7 +662,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       for (auto x : corpus.counts[mydocs[i]]) my_tokens += x;
     }
     if (o.prefetch)
-      for (auto x : evalwords) prefetch(w, WT, x);
+      prefetch(w, WT, evalwords);
     std::string word_error;
     for (auto x : evalwords) {
       const auto& row = co_await w.get(WT, x);

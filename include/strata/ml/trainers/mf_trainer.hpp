@@ -66,6 +66,7 @@
 #include <optional>
 #include <numeric>
 #include <random>
+#include <ranges>
 #include <span>
 #include <sstream>
 #include <string>
@@ -263,7 +264,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       const std::uint32_t blocks = t == 0 ? ub : ib, n = t == 0 ? nu : ni;
       std::vector<float>& rows = t == 0 ? model.users : model.items;
       if (o.prefetch)
-        for (std::uint32_t b = 0; b < blocks; ++b) prefetch(w, table, b);
+        prefetch(w, table, std::views::iota(0u, blocks));
       for (std::uint32_t b = 0; b < blocks; ++b) {
         const auto& row = co_await w.get(table, b);
         const auto s = row.span();
@@ -292,6 +293,8 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     std::vector<io::rating, huge_page_allocator<io::rating>> data;  // its ratings, grouped by item block
     std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
     std::vector<std::uint32_t> order;                          // this epoch's visiting order (indices into data)
+    std::vector<std::pair<std::size_t, std::uint32_t>> runs;   // where each item block's run starts in `order`
+    std::vector<std::uint32_t> want;                           // item blocks of the current clock's slice
     std::mt19937_64 rng;
     std::uint64_t updates = 0;
     /// What a checkpoint keeps (worker::on_checkpoint): the generator, the ratings' order, the
@@ -438,15 +441,16 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         if (b % P == p) reg += mf_sq_norm(std::span<const float>(Hl.data() + b * bw, bw));
       return sq + o.lambda * reg;
     };
-    // Reads: this worker's W blocks once per run (it is their only writer), the H blocks of its
-    // test-only items at the start of an iteration, the other H blocks just before the pass first
-    // needs them (after a yield, so rows pushed meanwhile are taken in): the pass visits ratings
-    // grouped by item block.
+    // Reads: this worker's W blocks once per run (it is their only writer); at the start of an
+    // iteration, one batched request for the H blocks of its test-only items and of the clock's
+    // slice that are not fresh enough; each H block is taken from the cache just before the pass
+    // first needs it (after a yield, so rows pushed meanwhile are taken in): the pass visits
+    // ratings grouped by item block.
     bool w_read = false;
     auto read_w = [&]() -> task<> {
       if (w_read) co_return;
       if (o.prefetch)
-        for (std::uint32_t b : ublocks) prefetch(w, Wt, b);
+        prefetch(w, Wt, ublocks);
       for (std::uint32_t b : ublocks) {
         const auto& row = co_await w.get(Wt, b);
         const auto s = row.span();
@@ -461,11 +465,31 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       detail::mf_load_block(Hl.data() + b * bw, Ho.data() + b * bw, Hinit.data() + b * bw, s.data(), bw);
       loaded[b] = 1;
     };
-    auto read_start = [&]() -> task<> {
+    // The item blocks of a clock's slice [lo, hi) of `order`: one request for those not fresh
+    // enough (under BSP all, after every barrier; under SSP the stale ones; under ESSP none: pushes
+    // keep them fresh) instead of one request and reply per block as the pass reaches it.
+    auto slice_blocks = [&](std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& out) {
+      auto& runs = st.runs;
+      if (runs.empty()) {  // a new epoch's order (or a resumed run's first)
+        for (std::size_t x = 0; x < order.size(); ++x) {
+          const std::uint32_t b = data[order[x]].item / B;
+          if (runs.empty() || runs.back().second != b) runs.emplace_back(x, b);
+        }
+      }
+      auto at = std::upper_bound(runs.begin(), runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
+      if (at != runs.begin()) --at;
+      for (; at != runs.end() && at->first < hi; ++at) out.push_back(at->second);
+    };
+    auto read_start = [&](std::size_t lo, std::size_t hi) -> task<> {
       std::fill(loaded.begin(), loaded.end(), 0);
-      if (o.prefetch)
+      if (o.prefetch) {  // the test-only blocks and the slice's, as one batch
+        auto& want = st.want;
+        want.clear();
         for (std::uint32_t b : iblocks)
-          if (!train_block[b]) prefetch(w, Ht, b);
+          if (!train_block[b]) want.push_back(b);
+        slice_blocks(lo, hi, want);
+        prefetch(w, Ht, want);
+      }
       co_await read_w();
       for (std::uint32_t b : iblocks)
         if (!train_block[b]) co_await load_h(b);
@@ -474,7 +498,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     // every H block of its items, as the server holds them now.
     auto read_model = [&]() -> task<> {
       if (o.prefetch)
-        for (std::uint32_t b : iblocks) prefetch(w, Ht, b);
+        prefetch(w, Ht, iblocks);
       co_await read_w();
       for (std::uint32_t b : iblocks) co_await load_h(b);
     };
@@ -493,11 +517,11 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     volatile float sink = 0;
     for (std::uint32_t j = 1; j <= seg_count; ++j) {
       const std::uint32_t it = seg_first - 1 + j;  // the iteration, numbered over the whole run
-      co_await read_start();
       const std::uint32_t epoch = (it - 1) / K, slice = (it - 1) % K;
       if (slice == 0) {  // new epoch: random block order, random order inside each block (rotation: by sub-epoch)
         std::shuffle(groups.begin(), groups.end(), rng);
         order.clear();
+        st.runs.clear();
         for (std::uint32_t s = 0; s < (o.rotation ? K : 1); ++s)
           for (auto [g0, g1] : groups) {
             if (o.rotation && igroup[data[g0].item / B] != (p + s) % P) continue;
@@ -506,10 +530,12 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
           }
       }
       const std::size_t lo = slice == 0 ? 0 : st.slice_end[slice - 1], hi = st.slice_end[slice];
+      co_await read_start(lo, hi);
       const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));
       // The SGD steps from x up to the first rating whose item block is not loaded yet (or `end`):
-      // a plain function, so that the hot loop's variables live in registers, not the coroutine frame.
-      auto steps = [&](std::size_t x, std::size_t end, double& sq_out) {
+      // a plain function, kept out of line, so that the hot loop's variables live in registers, not the
+      // coroutine frame.
+      auto steps = [&](std::size_t x, std::size_t end, double& sq_out) __attribute__((noinline)) {
         double acc = 0;
         for (; x < end; ++x) {
           const io::rating& r = data[order[x]];

@@ -16,6 +16,7 @@
 #include <strata/table/table.hpp>
 
 #include <algorithm>
+#include <ranges>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -367,6 +368,12 @@ const std::vector<double>& run_program(System& sys, run_recorder& rec, const run
 template <class R>
 void prefetch(worker& w, table_handle<R> t, row_id r) {
   w.prefetch(t, r);
+}
+/// The same for several rows, as one batched request per shard (worker::prefetch of a range).
+template <class R, class Rows>
+  requires std::ranges::input_range<const Rows&>
+void prefetch(worker& w, table_handle<R> t, const Rows& rows) {
+  w.prefetch(t, rows);
 }
 
 }  // namespace strata::ml

@@ -205,6 +205,10 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
 
   std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
   for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
+  // Each user's and item's regularisation weight in an SGD step: lambda over its rating count.
+  std::vector<float> reg_user(nu), reg_item(ni);
+  for (std::uint32_t u = 0; u < nu; ++u) reg_user[u] = n_user[u] ? static_cast<float>(o.lambda) / static_cast<float>(n_user[u]) : 0.0f;
+  for (std::uint32_t i = 0; i < ni; ++i) reg_item[i] = n_item[i] ? static_cast<float>(o.lambda) / static_cast<float>(n_item[i]) : 0.0f;
 
   // Partition by user block, balanced by ratings (balanced_partition).
   std::vector<std::uint64_t> per_block(ub, 0);
@@ -413,8 +417,9 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     auto& order = st.order;
     auto& rng = st.rng;
     auto& my_updates = st.updates;
-    auto urow = [&](std::uint32_t u) { return Wl.data() + std::size_t{u / B} * bw + std::size_t{u % B} * W1; };
-    auto irow = [&](std::uint32_t i) { return Hl.data() + std::size_t{i / B} * bw + std::size_t{i % B} * W1; };
+    // Block b holds users (items) b*B .. b*B+B-1 one after another, so user u's row starts at u*W1.
+    auto urow = [&](std::uint32_t u) { return Wl.data() + std::size_t{u} * W1; };
+    auto irow = [&](std::uint32_t i) { return Hl.data() + std::size_t{i} * W1; };
     auto predict = [&](const io::rating& r) {
       const float* u = urow(r.user);
       const float* v = irow(r.item);
@@ -470,7 +475,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     // keep them fresh) instead of one request and reply per block as the pass reaches it.
     auto slice_blocks = [&](std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& out) {
       auto& runs = st.runs;
-      if (runs.empty()) {  // a new epoch's order (or a resumed run's first)
+      if (runs.empty()) {  // a run resumed mid-epoch: its order came from the checkpoint
         for (std::size_t x = 0; x < order.size(); ++x) {
           const std::uint32_t b = data[order[x]].item / B;
           if (runs.empty() || runs.back().second != b) runs.emplace_back(x, b);
@@ -513,7 +518,6 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       rec.end_iteration(w, 0);
     }
 
-    const auto lam = static_cast<float>(o.lambda);
     volatile float sink = 0;
     for (std::uint32_t j = 1; j <= seg_count; ++j) {
       const std::uint32_t it = seg_first - 1 + j;  // the iteration, numbered over the whole run
@@ -526,38 +530,43 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
           for (auto [g0, g1] : groups) {
             if (o.rotation && igroup[data[g0].item / B] != (p + s) % P) continue;
             std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), rng);
+            st.runs.emplace_back(order.size(), data[g0].item / B);
             for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
           }
       }
       const std::size_t lo = slice == 0 ? 0 : st.slice_end[slice - 1], hi = st.slice_end[slice];
       co_await read_start(lo, hi);
       const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));
-      // The SGD steps from x up to the first rating whose item block is not loaded yet (or `end`):
-      // a plain function, kept out of line, so that the hot loop's variables live in registers, not the
-      // coroutine frame.
+      // The SGD steps over order[x, end), all of one item block, loaded: a plain function, kept out
+      // of line, so that the hot loop's variables live in registers, not the coroutine frame.
       auto steps = [&](std::size_t x, std::size_t end, double& sq_out) __attribute__((noinline)) {
         double acc = 0;
         for (; x < end; ++x) {
           const io::rating& r = data[order[x]];
-          if (!loaded[r.item / B]) break;
           float* u = urow(r.user);
           float* v = irow(r.item);
           for (std::uint32_t rep = 1; rep < o.work_repeat; ++rep) sink = sink + mf_dot(u, v, R) * 1e-30f;
-          const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
+          const float lu = reg_user[r.user], li = reg_item[r.item];
           const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
           u[R] += eta * (e - lu * u[R]);
           v[R] += eta * (e - li * v[R]);
           acc += static_cast<double>(e) * e;
         }
         sq_out += acc;
-        return x;
       };
+      // The slice run by run (one item block each): a block is loaded before its first run.
       double sq = 0;
-      for (std::size_t x = steps(lo, hi, sq); x < hi; x = steps(x, hi, sq)) {
-        const std::uint32_t b = data[order[x]].item / B;
-        claim(b, it, p);
-        co_await w.yield();
-        co_await load_h(b);
+      auto run = std::upper_bound(st.runs.begin(), st.runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
+      if (run != st.runs.begin()) --run;
+      for (; run != st.runs.end() && run->first < hi; ++run) {
+        const std::uint32_t b = run->second;
+        if (!loaded[b]) {
+          claim(b, it, p);
+          co_await w.yield();
+          co_await load_h(b);
+        }
+        const std::size_t end = std::next(run) == st.runs.end() ? order.size() : std::next(run)->first;
+        steps(std::max(run->first, lo), std::min(end, hi), sq);
       }
       my_updates += hi - lo;
       // Evaluation (excluded from the timing): this worker's view now, or (eval_every) the true
@@ -705,6 +714,9 @@ inline double mf_baseline_updates_per_s(const io::rating_set& train, const mf_tr
   std::vector<std::uint32_t> n_user(train.num_users, 0), n_item(train.num_items, 0);
   for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
   const float mu = static_cast<float>(train.mean()), lam = static_cast<float>(o.lambda);
+  std::vector<float> reg_user(train.num_users), reg_item(train.num_items);  // as the trainer: lambda / count, once
+  for (std::size_t u = 0; u < reg_user.size(); ++u) reg_user[u] = n_user[u] ? lam / static_cast<float>(n_user[u]) : 0.0f;
+  for (std::size_t i = 0; i < reg_item.size(); ++i) reg_item[i] = n_item[i] ? lam / static_cast<float>(n_item[i]) : 0.0f;
   std::vector<std::uint32_t> order(train.size());
   std::iota(order.begin(), order.end(), 0u);
   std::mt19937_64 rng(o.seed);
@@ -716,7 +728,7 @@ inline double mf_baseline_updates_per_s(const io::rating_set& train, const mf_tr
       const auto& r = train.ratings[idx];
       float* u = U.data() + std::size_t{r.user} * W1;
       float* v = V.data() + std::size_t{r.item} * W1;
-      const float lu = lam / static_cast<float>(n_user[r.user]), li = lam / static_cast<float>(n_item[r.item]);
+      const float lu = reg_user[r.user], li = reg_item[r.item];
       const float e = mf_sgd_step(u, v, R, r.value, eta, lu, li, mu + u[R] + v[R]);
       u[R] += eta * (e - lu * u[R]);
       v[R] += eta * (e - li * v[R]);

@@ -438,6 +438,35 @@ TEST_CASE("bsp: a batched row request gets one reply, and the reads parked at a 
   CHECK(rows_of(replies[0].second) == got_t{{5, 3.0f}});
 }
 
+TEST_CASE("a batched reply is split into messages of about 4 MiB, every row once, in the order asked") {
+  using frow = strata::dense_row<float>;
+  constexpr std::size_t width = 300'000;  // 1.2 MB a row: a message closes at its 4th row (4.8 MB), so 8 make two
+  std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+  tabs.push_back(std::make_unique<strata::server_table<frow>>(width));
+  const strata::worker_map wm{1, 1};
+  std::vector<strata::wire::rows> replies;
+  strata::server_shard shard(0, wm, strata::model_params::of<strata::ssp<1>>({}), std::move(tabs),
+                             [&](strata::endpoint, strata::wire::message&& m) {
+                               if (auto* r = std::get_if<strata::wire::rows>(&m)) replies.push_back(std::move(*r));
+                             });
+  std::vector<strata::row_id> rows;
+  for (strata::row_id r = 0; r < 8; ++r) rows.push_back(7 - r);
+  shard.on_message(wm.of(0), strata::wire::message{strata::wire::row_request{0, 0, rows, strata::no_clock, false}});
+  REQUIRE(replies.size() == 2);
+  std::vector<strata::row_id> got;
+  for (const auto& m : replies) {
+    CHECK(m.payload.bytes.size() <= (std::size_t{4} << 20) + width * sizeof(float) + 12);
+    strata::byte_reader in(m.payload.bytes);
+    for (std::uint32_t i = 0; i < m.count; ++i) {
+      CHECK(in.get<strata::table_id>() == 0);
+      got.push_back(in.get<strata::row_id>());
+      CHECK(frow::decode(in, width).width() == width);
+    }
+    CHECK(in.done());
+  }
+  CHECK(got == rows);
+}
+
 TEST_CASE("a batched prefetch sends one request per shard for the rows not fresh enough, and gets read what they would") {
   std::vector<std::pair<strata::endpoint, strata::wire::row_request>> sent;
   const strata::worker_map wm{2, 1};

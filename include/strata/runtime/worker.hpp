@@ -289,11 +289,10 @@ class worker : public actor {
     try {
       for (const auto r : rows) get_awaiter<R>(*this, t, static_cast<row_id>(r)).prepare();
     } catch (...) {
-      batching_ = false;
+      end_batch();  // every row marked as requested is requested, so no later read waits in vain
       throw;
     }
-    batching_ = false;
-    for (node_id s = 0; s < wm_.nodes; ++s) send_batch(s);
+    end_batch();
   }
 
   // ---- inc ---------------------------------------------------------------------------------
@@ -627,6 +626,10 @@ class worker : public actor {
     if (b.rows.empty()) b.table = t, b.need = need;
     b.rows.push_back(r);
     if (b.rows.size() == wire::max_request_rows) send_batch(s);
+  }
+  void end_batch() {
+    batching_ = false;
+    for (node_id s = 0; s < batch_.size(); ++s) send_batch(s);
   }
   void send_batch(node_id s) {
     auto& b = batch_[s];

@@ -474,13 +474,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     // enough (under BSP all, after every barrier; under SSP the stale ones; under ESSP none: pushes
     // keep them fresh) instead of one request and reply per block as the pass reaches it.
     auto slice_blocks = [&](std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& out) {
-      auto& runs = st.runs;
-      if (runs.empty()) {  // a run resumed mid-epoch: its order came from the checkpoint
-        for (std::size_t x = 0; x < order.size(); ++x) {
-          const std::uint32_t b = data[order[x]].item / B;
-          if (runs.empty() || runs.back().second != b) runs.emplace_back(x, b);
-        }
-      }
+      const auto& runs = st.runs;
       auto at = std::upper_bound(runs.begin(), runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
       if (at != runs.begin()) --at;
       for (; at != runs.end() && at->first < hi; ++at) out.push_back(at->second);
@@ -534,6 +528,11 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
             for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
           }
       }
+      if (st.runs.empty())  // a run resumed mid-epoch: its order came from the checkpoint
+        for (std::size_t x = 0; x < order.size(); ++x) {
+          const std::uint32_t b = data[order[x]].item / B;
+          if (st.runs.empty() || st.runs.back().second != b) st.runs.emplace_back(x, b);
+        }
       const std::size_t lo = slice == 0 ? 0 : st.slice_end[slice - 1], hi = st.slice_end[slice];
       co_await read_start(lo, hi);
       const float eta = static_cast<float>(o.lr / (1 + o.decay * epoch));

@@ -473,11 +473,13 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     // The item blocks of a clock's slice [lo, hi) of `order`: one request for those not fresh
     // enough (under BSP all, after every barrier; under SSP the stale ones; under ESSP none: pushes
     // keep them fresh) instead of one request and reply per block as the pass reaches it.
+    // The run that holds position lo of `order` (runs start in increasing order).
+    auto run_at = [&](std::size_t lo) {
+      auto at = std::upper_bound(st.runs.begin(), st.runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
+      return at == st.runs.begin() ? at : std::prev(at);
+    };
     auto slice_blocks = [&](std::size_t lo, std::size_t hi, std::vector<std::uint32_t>& out) {
-      const auto& runs = st.runs;
-      auto at = std::upper_bound(runs.begin(), runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
-      if (at != runs.begin()) --at;
-      for (; at != runs.end() && at->first < hi; ++at) out.push_back(at->second);
+      for (auto at = run_at(lo); at != st.runs.end() && at->first < hi; ++at) out.push_back(at->second);
     };
     auto read_start = [&](std::size_t lo, std::size_t hi) -> task<> {
       std::fill(loaded.begin(), loaded.end(), 0);
@@ -555,9 +557,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       };
       // The slice run by run (one item block each): a block is loaded before its first run.
       double sq = 0;
-      auto run = std::upper_bound(st.runs.begin(), st.runs.end(), std::pair<std::size_t, std::uint32_t>{lo, ~0u});
-      if (run != st.runs.begin()) --run;
-      for (; run != st.runs.end() && run->first < hi; ++run) {
+      for (auto run = run_at(lo); run != st.runs.end() && run->first < hi; ++run) {
         const std::uint32_t b = run->second;
         if (!loaded[b]) {
           claim(b, it, p);

@@ -56,6 +56,7 @@ struct prediction_flags {
   std::vector<int> candidates;      ///< staleness bounds the adaptive mode chooses from
   double target = std::numeric_limits<double>::quiet_NaN();
   double min_gap = 0;               ///< refit_options::min_gap
+  std::uint32_t repeat = 1;         ///< runs of the whole training in this process (the last one is reported)
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
@@ -70,6 +71,12 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
                  "sgd: data-parallel SGD on the parameter server; rotation: SGD by block rotation (DSGD: disjoint item groups "
                  "per clock, P clocks per epoch); ccd: STRADS coordinate descent (CCD++)")
       ->check(CLI::IsMember({"sgd", "rotation", "ccd"}))
+      ->capture_default_str();
+  app.add_option("--repeat", pf.repeat,
+                 "train N times in this process, each run from scratch on a fresh system (same seed, same result); the "
+                 "trace, summary and outputs are the last run's, whose threads and memory are warm, as a peer timed by "
+                 "repeated calls in one process (benchmarks/perf_experiment.py); the summary adds each run's seconds")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--inner", pf.inner, "--mode ccd: rounds per column per iteration")->check(CLI::PositiveNumber)->capture_default_str();
   auto* in = app.add_option("--predict", pf.in, "predict ratings for the \"user item\" lines of FILE (after training)");
@@ -120,12 +127,19 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer
   return c;
 }
 
-void print_summary(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const ml::mf_run& res) {
+void print_summary(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const ml::mf_run& res,
+                   const std::vector<double>& run_seconds) {
   const double per_thread = static_cast<double>(res.sgd_updates) / res.seconds / (cli.so.workers * cli.so.nodes);
   ex::summary s("mf", cli.so, mo.iterations);
   s.add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse), true);
   s.add_run(res).add("updates_per_s_per_thread", ex::fmt("%.0f", per_thread));
+  s.add("setup_seconds", ex::fmt("%.3f", res.setup_seconds));
   if (mo.rotation) s.add("mode", "rotation").add("block_conflicts", std::to_string(res.block_conflicts));
+  if (run_seconds.size() > 1) {  // --repeat: every run's seconds, first (cold) to last (reported)
+    std::string all;
+    for (double x : run_seconds) all += (all.empty() ? "" : ",") + ex::fmt("%.3f", x);
+    s.add("run_seconds", all);
+  }
   s.print();
 }
 
@@ -226,6 +240,8 @@ int main(int argc, char** argv) {
   return cli.guard([&] {
     const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
+    if (pf.repeat > 1 && (ckpt || cli.so.is_tcp() || pf.mode == "ccd"))
+      throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
     if (pf.mode == "ccd") {
       const auto data = read_data(cli, nullptr);
       return train_ccd(cli, mo, pf, data.first, data.second);
@@ -265,8 +281,11 @@ int main(int argc, char** argv) {
         return r;
       });
     };
+    std::vector<double> run_seconds;
+    for (std::uint32_t k = 1; k < pf.repeat; ++k) run_seconds.push_back(run({}).seconds);
     const auto res = run(progress);
     line.done();
+    run_seconds.push_back(res.seconds);
 
     if (res.segments.empty()) trace.write(res.iterations);
     for (const auto& it : res.iterations) {  // adaptive: each line says its segment and bound
@@ -282,7 +301,7 @@ int main(int argc, char** argv) {
     for (const auto& sg : res.segments)
       if (cli.lead())
         std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());
-    print_summary(cli, mo, res);
+    print_summary(cli, mo, res, run_seconds);
     if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
       const std::uint32_t P = cli.so.workers * cli.so.nodes;
       const std::uint32_t epochs = std::max<std::uint32_t>(1, mo.iterations / (mo.rotation ? P : mo.clocks_per_epoch));

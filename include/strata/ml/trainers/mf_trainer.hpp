@@ -99,6 +99,10 @@ struct mf_run : run_outcome {
   /// (iteration, item block) pairs that more than one worker trained (counted among the workers of
   /// this process, exactly under BSP): 0 in rotation mode, many in data-parallel mode.
   std::uint64_t block_conflicts = 0;
+  /// Seconds this process spent setting up its workers' state before the clock started (each
+  /// worker's ratings grouped by item block, its local model copies and their initial values);
+  /// like the data partition, not in `iterations`' elapsed times nor in `seconds`.
+  double setup_seconds = 0;
   mf_biased_model model;          ///< the final model, with keep_model, in the process of worker 0 (else empty)
 };
 
@@ -285,10 +289,11 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   const std::size_t bw = std::size_t{B} * W1;
   struct worker_state {
     std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
-    // The local copies by block (only the blocks read are filled), all in one block of memory set
-    // up at the start of the run (see core/huge_pages.hpp): on MovieLens-small the seven arrays fit
-    // one 2 MiB page, where one allocation each took seven. A fresh huge page costs from 0.1 to
-    // about 5 ms on the development VM (REPORT.md), so a worker's start-up is mostly its page count.
+    // The local copies by block (only the blocks read are filled), all in one block of memory (see
+    // core/huge_pages.hpp): on MovieLens-small the seven arrays fit one 2 MiB page, where one
+    // allocation each took seven. A fresh huge page costs from 0.1 to about 5 ms on the development
+    // VM (REPORT.md); the state is made before the clock starts (train_mf_segments), so that cost
+    // is set-up time (mf_run::setup_seconds), not the first clock's.
     std::vector<float, huge_page_allocator<float>> slab;
     std::span<float> Wl, Wo, Hl, Ho, Winit, Hinit;
     std::span<float> Ws;  // the server's value of this worker's W blocks (its mirror)
@@ -301,6 +306,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     std::vector<std::uint32_t> want;                           // item blocks of the current clock's slice
     std::mt19937_64 rng;
     std::uint64_t updates = 0;
+    bool started = false;  // its worker has run (a checkpoint to resume from is loaded at the first start)
     /// What a checkpoint keeps (worker::on_checkpoint): the generator, the ratings' order, the
     /// blocks' order and the epoch's visiting order; the rest is rebuilt or read from the tables.
     std::string save() const {
@@ -376,7 +382,8 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     }
     st->data.resize(mine.size());
     for (const auto& r : mine) st->data[at[r.item / B]++] = r;
-    st->order.reserve(st->data.size());
+    st->order.assign(st->data.size(), 0);  // its pages touched now, in the set-up
+    st->order.clear();
     if (o.rotation) {  // sub-epoch s: the ratings of group (p + s) mod P
       std::vector<std::size_t> in_group(P, 0);
       for (const auto& r : st->data) ++in_group[igroup[r.item / B]];
@@ -402,11 +409,9 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
     run_reducer& red = *redp;
     rec.start_once();
     const worker_id p = w.id();
-    if (!states[p]) {
-      states[p] = make_state(p);
-      if (const auto* saved = w.resumed_state()) states[p]->restore(*saved, p);
-    }
-    worker_state& st = *states[p];
+    worker_state& st = *states[p];  // made before the run (below)
+    if (!std::exchange(st.started, true))
+      if (const auto* saved = w.resumed_state()) st.restore(*saved, p);
     w.on_checkpoint([&st] { return st.save(); });
     const auto& my_test = test_part[p];
     auto &ublocks = st.ublocks, &iblocks = st.iblocks;
@@ -635,6 +640,15 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
                                                     ", nothing is left of " + std::to_string(o.iterations) + " iterations");
   std::uint32_t done = static_cast<std::uint32_t>(start);
   std::optional<run_recorder::clock::time_point> first_start;  // the first segment's start
+  {  // This process's workers' state, before the clock starts: set-up, like the partition above.
+    // Made here, the memory it takes (about 1.6 MiB per worker on MovieLens-small, mostly fresh
+    // pages, whose first touch costs from 0.1 to several ms each on a VM) is not paid inside
+    // the first clocks, where its cost varied from run to run and with the number of workers.
+    const auto t0 = std::chrono::steady_clock::now();
+    const run_reducer where(sys, 0, 0);
+    for (worker_id p = where.first_local(); p < where.first_local() + where.local_workers(); ++p) states[p] = make_state(p);
+    out.setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   do {
     std::uint32_t n = o.iterations - done;
     if (plan && done < o.iterations) {

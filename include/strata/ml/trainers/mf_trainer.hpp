@@ -57,6 +57,7 @@
 #include <strata/table/dense_row.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -139,14 +140,17 @@ inline void mf_load_block(float* local, float* old, const float* init, const flo
   }
 }
 /// A block's change since it was read: delta = local − old; true when any value is non-zero.
+/// "Non-zero" is tested on the bits without the sign (±0 are zero, NaN is not: as x != 0), an
+/// integer OR the compiler vectorises; a float comparison per value it did not (a 272-value block:
+/// 310 ns against 80 ns, -O3 -march=native on the development VM).
 inline bool mf_block_delta(float* delta, const float* local, const float* old, std::size_t n) noexcept {
-  bool any = false;
+  std::uint32_t any = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const float x = local[k] - old[k];
     delta[k] = x;
-    any |= x != 0.0f;
+    any |= std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
   }
-  return any;
+  return any != 0;
 }
 /// A mirrored block after its change was sent: server += local − old, then local = old = init + server.
 inline void mf_fold_mirror(float* server, float* local, float* old, const float* init, std::size_t n) noexcept {
@@ -532,7 +536,9 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
             if (o.rotation && igroup[data[g0].item / B] != (p + s) % P) continue;
             std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), rng);
             st.runs.emplace_back(order.size(), data[g0].item / B);
-            for (std::size_t i = g0; i < g1; ++i) order.push_back(static_cast<std::uint32_t>(i));
+            const std::size_t at = order.size();  // (a push_back loop here kept its counter in the coroutine frame)
+            order.resize(at + (g1 - g0));
+            std::iota(order.begin() + static_cast<std::ptrdiff_t>(at), order.end(), static_cast<std::uint32_t>(g0));
           }
       }
       if (st.runs.empty())  // a run resumed mid-epoch: its order came from the checkpoint

@@ -554,3 +554,35 @@ TEST_CASE("worker::reflects tells the clock a cached row holds every update thro
   for (auto& v : seen)
     for (auto [c, r] : v) CHECK(r == c - 1);  // BSP: exactly the previous clock
 }
+
+TEST_CASE("delta_row: a zeroed row of the table's width, reused once its flush is acknowledged; no update lost") {
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  auto t = sys.add_table<strata::dense_row<float>>(8);
+  bool reused = false, zeroed = true;
+  std::size_t spare_after_ack = 0, spare_after_take = 1;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    auto d = w.delta_row(t);
+    REQUIRE(d.width() == 8);
+    for (float x : d.span()) zeroed = zeroed && x == 0.0f;
+    for (strata::col_id c = 0; c < 8; ++c) d.mutable_span()[c] = static_cast<float>(c + 1);
+    const float* first = d.span().data();
+    co_await w.inc_row(t, 3, std::move(d));
+    co_await w.clock();
+    (void)co_await w.get(t, 3);  // its reply acknowledges the flush
+    spare_after_ack = w.spare_rows(t);
+    auto e = w.delta_row(t);
+    spare_after_take = w.spare_rows(t);
+    reused = e.span().data() == first;
+    for (float x : e.span()) zeroed = zeroed && x == 0.0f;  // the old delta's values are gone
+    e.mutable_span()[0] = 10.0f;
+    co_await w.inc_row(t, 3, std::move(e));
+    co_await w.clock();
+  });
+  CHECK(zeroed);
+  CHECK(spare_after_ack == 1);
+  CHECK(reused);
+  CHECK(spare_after_take == 0);
+  const auto& row = sys.row(t, 3);
+  CHECK(row.get(0) == 11.0f);
+  for (strata::col_id c = 1; c < 8; ++c) CHECK(row.get(c) == static_cast<float>(c + 1));
+}

@@ -380,6 +380,19 @@ class worker : public actor {
     return make_inc(m, value_bounded_ ? owner_of(h.id, r, wm_.nodes) : 0, [&t, r, d = std::move(delta)]() mutable { t.inc_row(r, std::move(d)); });
   }
 
+  /// A zeroed row of table `h`'s width for a whole-row delta (fill it, then `inc_row` it). For
+  /// dense rows it is one that an acknowledged flush gave back when there is one, so a worker that
+  /// sends a delta per row per clock allocates none once warm.
+  template <row_type R>
+  R delta_row(table_handle<R> h) {
+    return table<R>(h).delta_row();
+  }
+  /// How many rows of table `h` are kept for delta_row (for tests and diagnostics).
+  template <row_type R>
+  std::size_t spare_rows(table_handle<R> h) {
+    return table<R>(h).spare_rows();
+  }
+
   // ---- clock -------------------------------------------------------------------------------
 
   /// Ends this worker's iteration: sends one message per server shard with the aggregated

@@ -157,8 +157,28 @@ class client_table final : public client_table_base {
   }
   void ack(node_id shard, std::uint64_t acked) override {
     auto& q = inflight_[shard];
-    while (!q.empty() && q.front().first <= acked) q.pop_front();
+    while (!q.empty() && q.front().first <= acked) {
+      recycle(q.front().second);
+      q.pop_front();
+    }
   }
+  /// A zeroed row of the table's width to fill with a delta and hand to `inc_row`: one of the rows
+  /// acknowledged flushes gave back when there is one (dense rows: no allocation once a run is
+  /// warm), else a new one.
+  R delta_row() {
+    if constexpr (recyclable) {
+      if (!spare_.empty()) {
+        R d = std::move(spare_.back());
+        spare_.pop_back();
+        auto v = d.mutable_span();
+        std::fill(v.begin(), v.end(), typename R::value_type{});
+        return d;
+      }
+    }
+    return R(width_);
+  }
+  /// Rows kept for delta_row now (for tests).
+  std::size_t spare_rows() const noexcept { return spare_.size(); }
   void invalidate() override {
     for (auto& [r, e] : cache_) e.valid = false, e.requested = false;
     ++unpins_;
@@ -169,6 +189,7 @@ class client_table final : public client_table_base {
     hand_ = 0;
     for (auto& l : oplog_) l.clear();
     for (auto& q : inflight_) q.clear();
+    spare_.clear();
     ++epoch_;
     peak_ = 0;
     evictions_ = dropped_ = 0;
@@ -203,6 +224,19 @@ class client_table final : public client_table_base {
   table_id id() const noexcept { return id_; }
 
  private:
+  /// Dense rows (a value span of the table's width) are kept for delta_row once their flush is
+  /// acknowledged, up to spare_bytes of values.
+  static constexpr bool recyclable = requires(R& r) { r.mutable_span(); };
+  static constexpr std::size_t spare_bytes = std::size_t{4} << 20;
+  void recycle(std::unordered_map<row_id, R>& log) {
+    if constexpr (recyclable) {
+      const std::size_t cap = spare_bytes / std::max<std::size_t>(1, width_ * sizeof(typename R::value_type));
+      for (auto& [r, d] : log) {
+        if (spare_.size() >= cap) break;
+        if (d.width() == width_) spare_.push_back(std::move(d));
+      }
+    }
+  }
   /// The server's row lacks this worker's increments to it still in flight or in the oplog: adds them to `into`.
   void add_unacknowledged(node_id shard, row_id row, R& into) const {
     for (const auto& [seq, log] : inflight_[shard])
@@ -294,6 +328,7 @@ class client_table final : public client_table_base {
   std::unordered_map<row_id, entry> cache_;
   std::vector<log_map> oplog_;                                          // per shard
   std::vector<std::deque<std::pair<std::uint64_t, log_map>>> inflight_;  // per shard, by seq
+  std::vector<R> spare_;                                                 // rows for delta_row (recyclable R)
   // Bounded cache (capacity_ > 0): the CLOCK ring of cached rows and its hand.
   std::size_t capacity_ = 0;
   const std::uint64_t* turn_ = nullptr;

@@ -413,7 +413,7 @@ TEST_CASE("a per-table staleness policy bounds each table's reads by its own bou
   }
 }
 
-TEST_CASE("model names with their staleness: essp2 is essp with s = 2; a malformed or unknown one is refused by name") {
+TEST_CASE("model names with their staleness: essp2 is essp with s = 2, a malformed or unknown one is refused by name") {
   const auto a = strata::model_name::parse("essp2");
   CHECK(a.name == "essp");
   CHECK(a.staleness == 2);

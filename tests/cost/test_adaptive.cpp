@@ -214,7 +214,7 @@ TEST_CASE("adaptive refit policy: explores the farthest bound first, keeps the c
   CHECK(choose(run, cands, margin(0.5)).config.staleness == 4);
 }
 
-TEST_CASE("adaptive policies: bad input is a clear error; fixed_policy keeps the bound; users' policies satisfy the concept") {
+TEST_CASE("adaptive policies: bad input is a clear error, fixed_policy keeps the bound, users' policies satisfy the concept") {
   truth tr;
   const auto run = make_trace(tr, {{0, 10}, {4, 10}});
   std::vector<cost::probe_point> c{at(0), at(4)};
@@ -266,7 +266,7 @@ TEST_CASE("adaptive policies: bad input is a clear error; fixed_policy keeps the
   static_assert(!cost::adaptive_policy<int>);
 }
 
-TEST_CASE("system::set_staleness: the next run's workers read with the new bound; models without a dynamic bound refuse") {
+TEST_CASE("system::set_staleness: the next run's workers read with the new bound, models without a dynamic bound refuse") {
   strata::system<strata::ssp<strata::dynamic_bound>> sys({.nodes = 1, .workers_per_node = 2, .staleness = 0});
   auto t = sys.add_table<strata::dense_row<float>>(1);
   std::vector<int> seen(2, -1);

@@ -35,7 +35,7 @@ double chi_square(const strata::ml::alias_table& t, const std::vector<double>& w
 
 }  // namespace
 
-TEST_CASE("alias table: draw frequencies match the weights (chi-square, fixed seed); zero weights never drawn") {
+TEST_CASE("alias table: draw frequencies match the weights (chi-square, fixed seed), zero weights never drawn") {
   SUBCASE("six outcomes, two of weight 0") {
     const std::vector<double> w{1, 0, 3, 0.5, 7, 0};
     const strata::ml::alias_table t(w);
@@ -62,7 +62,7 @@ TEST_CASE("alias table: draw frequencies match the weights (chi-square, fixed se
   }
 }
 
-TEST_CASE("alias table: a pooled table reports the caller's ids; bad weights are refused") {
+TEST_CASE("alias table: a pooled table reports the caller's ids, bad weights are refused") {
   const std::vector<double> w{2, 6};
   const std::vector<std::uint32_t> ids{17, 42};
   std::vector<strata::ml::alias_entry> out(2);

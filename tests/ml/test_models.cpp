@@ -155,7 +155,7 @@ TEST_CASE("MF: training resumes from a saved model where the first run ended") {
   CHECK(bad_input([&] { (void)ml::train_mf(s3, train, test, bad); }).find("rank 3") != std::string::npos);
 }
 
-TEST_CASE("MF: sparse ids train on dense rows; the model, its file, --load and predictions keep the original ids") {
+TEST_CASE("MF: sparse ids train on dense rows, the model, its file, --load and predictions keep the original ids") {
   // The synthetic ratings with sparse original ids: user u is u * 1000003 + 4000000000, item i is i * 977.
   const auto [dtrain, dtest] = ratings(13);
   auto text_of = [](const ml::io::rating_set& s) {

@@ -157,7 +157,7 @@ ml::mf_ccd_run ccd(std::uint32_t nodes, std::uint32_t workers, const strata::ml:
 
 }  // namespace
 
-TEST_CASE("MF CCD++: 1, 2 and 4 workers give the same factors' RMSE; the loss never rises") {
+TEST_CASE("MF CCD++: 1, 2 and 4 workers give the same factors' RMSE, the loss never rises") {
   const auto [train, test] = strata_test::synthetic_ratings(7);
   const auto one = ccd(1, 1, train, test);
   const auto two = ccd(1, 2, train, test);

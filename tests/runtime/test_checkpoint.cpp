@@ -168,7 +168,7 @@ TEST_CASE("checkpoint: a BSP run interrupted and resumed ends with exactly the u
   });
 }
 
-TEST_CASE("checkpoint: a corrupt newest checkpoint is refused and the previous one used; another run's is refused") {
+TEST_CASE("checkpoint: a corrupt newest checkpoint is refused and the previous one used, another run's is refused") {
   within(std::chrono::seconds(120), "bsp resume after corruption", [] {
     scratch s("corrupt");
     const strata::system_config base{.nodes = 2, .workers_per_node = 2};

@@ -555,7 +555,7 @@ TEST_CASE("worker::reflects tells the clock a cached row holds every update thro
     for (auto [c, r] : v) CHECK(r == c - 1);  // BSP: exactly the previous clock
 }
 
-TEST_CASE("delta_row: a zeroed row of the table's width, reused once its flush is acknowledged; no update lost") {
+TEST_CASE("delta_row: a zeroed row of the table's width, reused once its flush is acknowledged, no update lost") {
   strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
   auto t = sys.add_table<strata::dense_row<float>>(8);
   bool reused = false, zeroed = true;

@@ -283,7 +283,7 @@ TEST_CASE("STRADS rounds: automatic sync at depth 1, bounded lateness when pipel
   SUBCASE("delayed, depth 2") { engine_rounds<strata::delayed<strata::inproc>>(jit, 2); }
 }
 
-TEST_CASE("STRADS: zero rounds ends at once; a program that is done stops early") {
+TEST_CASE("STRADS: zero rounds ends at once, a program that is done stops early") {
   strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 2});
   counters prog(2);
   sc::round_robin s;

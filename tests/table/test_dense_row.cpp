@@ -119,7 +119,7 @@ TEST_CASE("huge_page_allocator: large blocks 2 MiB aligned, small ones ordinary,
   CHECK(strata::huge_page_allocator<float>() == strata::huge_page_allocator<int>());
 }
 
-TEST_CASE("client_table inc_row: a moved delta starts a row's oplog entry, later ones add; flush and cache see every one") {
+TEST_CASE("client_table inc_row: a moved delta starts a row's oplog entry, later ones add, flush and cache see every one") {
   strata::client_table<strata::dense_row<float>> t(0, 4, 1);
   std::vector<std::byte> bytes;
   {

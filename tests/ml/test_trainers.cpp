@@ -129,7 +129,7 @@ TEST_CASE("LDA: 4-worker BSP loglik per iteration is the exact loglik, and 1-wor
   CHECK(std::abs(essp.final_loglik - one.final_loglik) < 0.05 * std::abs(one.final_loglik));
 }
 
-TEST_CASE_TEMPLATE("--eval-every: the true model's objective at every k-th iteration and the last, null between; the last is the final figure",
+TEST_CASE_TEMPLATE("--eval-every: the true model's objective at every k-th iteration and the last, null between, the last is the final figure",
                    C, strata::bsp, strata::ssp<2>, strata::essp<2>, strata::async) {
   const auto [train, test] = synthetic_ratings(5);
   auto o = mf_opts();

@@ -57,8 +57,8 @@
 #include <strata/table/dense_row.hpp>
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdint>

@@ -473,12 +473,11 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
       }
       w_read = true;
     };
-    auto load_h = [&](std::uint32_t b) -> task<> {
-      const auto& row = co_await w.get(Ht, b);
-      const auto s = row.span();
-      detail::mf_load_block(Hl.data() + b * bw, Ho.data() + b * bw, Hinit.data() + b * bw, s.data(), bw);
+    auto fill_h = [&](std::uint32_t b, const dense_row<float>& row) {
+      detail::mf_load_block(Hl.data() + b * bw, Ho.data() + b * bw, Hinit.data() + b * bw, row.span().data(), bw);
       loaded[b] = 1;
     };
+    auto load_h = [&](std::uint32_t b) -> task<> { fill_h(b, co_await w.get(Ht, b)); };
     // The item blocks of a clock's slice [lo, hi) of `order`: one request for those not fresh
     // enough (under BSP all, after every barrier; under SSP the stale ones; under ESSP none: pushes
     // keep them fresh) instead of one request and reply per block as the pass reaches it.
@@ -573,7 +572,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         if (!loaded[b]) {
           claim(b, it, p);
           co_await w.yield();
-          co_await load_h(b);
+          fill_h(b, co_await w.get(Ht, b));  // not load_h: a coroutine frame per block is an allocation
         }
         const std::size_t end = std::next(run) == st.runs.end() ? order.size() : std::next(run)->first;
         steps(std::max(run->first, lo), std::min(end, hi), sq);

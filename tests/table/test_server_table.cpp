@@ -1,0 +1,134 @@
+// server_table's row storage: rows found by a row-indexed vector for dense ids and by a hash map
+// for far ones, one row per id whichever way it was made (also when the vector grows past an id
+// first stored far), held deltas (exact models) folded exactly, and their rows kept for the next
+// held deltas; checked against a plain std::map model of the table.
+#include <doctest/doctest.h>
+
+#include <strata/table/dense_row.hpp>
+#include <strata/table/server_table.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <vector>
+
+namespace {
+
+using drow = strata::dense_row<float>;
+
+std::vector<std::byte> encoded(const drow& r) {
+  std::vector<std::byte> out;
+  strata::byte_writer w(out);
+  r.encode(w);
+  return out;
+}
+void apply(strata::server_table<drow>& t, strata::row_id r, const drow& d, strata::clock_type tag, bool immediate) {
+  const auto bytes = encoded(d);
+  strata::byte_reader in(bytes);
+  t.apply(r, in, tag, immediate);
+}
+drow row_of(std::initializer_list<float> v) {
+  drow r(v.size());
+  std::copy(v.begin(), v.end(), r.mutable_span().begin());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("server_table: near and far row ids each hold one row, the same after the index grows past a far id") {
+  strata::server_table<drow> t(2);
+  // 1'000'000 is past the vector's reach for an empty table: stored far. Rows below it then grow
+  // the vector past it; the far row must still be the one found (no second, zero row made).
+  const std::vector<strata::row_id> ids = {3, 1'000'000, 0, 70'000, 5, 1'000'000, 3};
+  std::map<strata::row_id, std::pair<float, float>> want;
+  auto add = [&](strata::row_id r, float a, float b) {
+    apply(t, r, row_of({a, b}), 0, true);
+    want[r].first += a;
+    want[r].second += b;
+  };
+  float v = 1;
+  for (auto r : ids) add(r, v, -v), v += 1;
+  for (strata::row_id r = 100; r < 100'000; r += 97) add(r, 0.5f, 0.25f);  // the vector grows to reach 1'000'000
+  add(1'000'000, 100, 1);
+  auto got = t.row_ids();
+  std::sort(got.begin(), got.end());
+  std::vector<strata::row_id> keys;
+  for (const auto& [r, x] : want) keys.push_back(r);
+  CHECK(got == keys);
+  for (const auto& [r, x] : want) {
+    CHECK(t.row(r).get(0) == x.first);
+    CHECK(t.row(r).get(1) == x.second);
+  }
+  CHECK(t.row_ids().size() == want.size());  // reading made no rows
+  // Subscribers of a far and of a near row, and of a row never written.
+  t.subscribe(1'000'000, 4);
+  t.subscribe(3, 2);
+  t.subscribe(3, 2);
+  REQUIRE(t.subscribers(1'000'000) != nullptr);
+  CHECK(*t.subscribers(1'000'000) == std::vector<strata::worker_id>{4});
+  CHECK(*t.subscribers(3) == std::vector<strata::worker_id>{2});
+  CHECK(t.subscribers(4) == nullptr);
+  CHECK(t.subscribers(9'000'000) == nullptr);
+  t.reset(false);  // rows stay, subscriptions go
+  CHECK(t.subscribers(3)->empty());
+  CHECK(t.row(3).get(0) == want[3].first);
+  t.reset(true);
+  CHECK(t.row_ids().empty());
+  CHECK(t.row(1'000'000).get(0) == 0.0f);  // a fresh zero row
+}
+
+TEST_CASE("server_table: held deltas fold exactly by clock, and their rows are kept for the next ones") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const std::size_t width = 5;
+  strata::server_table<drow> t(width);
+  std::map<strata::row_id, std::vector<double>> want;
+  std::map<strata::clock_type, std::map<strata::row_id, std::vector<double>>> held;
+  for (strata::clock_type c = 0; c < 6; ++c) {
+    for (int k = 0; k < 40; ++k) {
+      const strata::row_id r = rng() % 12;
+      drow d(width);
+      for (auto& x : d.mutable_span()) x = u(rng);
+      apply(t, r, d, c, false);
+      auto& h = held[c][r];
+      h.resize(width, 0.0);
+      for (std::size_t i = 0; i < width; ++i) h[i] += d.get(static_cast<strata::col_id>(i));
+    }
+    if (c == 0) CHECK(t.spare_rows() == 0);
+    // Nothing is in the rows before its clock is folded.
+    std::vector<strata::row_id> changed;
+    t.fold(c, changed);  // folds clocks < c
+    if (c > 0) {
+      std::sort(changed.begin(), changed.end());
+      std::vector<strata::row_id> expect;
+      for (const auto& [r, h] : held[c - 1]) expect.push_back(r);
+      CHECK(changed == expect);
+      for (const auto& [r, h] : held[c - 1]) {
+        auto& w = want[r];
+        w.resize(width, 0.0);
+        for (std::size_t i = 0; i < width; ++i) w[i] += h[i];
+      }
+      CHECK(t.spare_rows() > 0);  // the folded rows are kept
+    }
+    for (const auto& [r, w] : want)
+      for (std::size_t i = 0; i < width; ++i) CHECK(t.row(r).get(static_cast<strata::col_id>(i)) == doctest::Approx(w[i]).epsilon(1e-5));
+  }
+  // A held delta in a kept row holds exactly its own values (the kept row's old values are gone).
+  std::vector<strata::row_id> changed;
+  t.fold(100, changed);
+  REQUIRE(t.spare_rows() > 0);
+  apply(t, 50, row_of({1, 2, 3, 4, 5}), 200, false);
+  CHECK(t.row(50).get(0) == 0.0f);  // held, not applied
+  changed.clear();
+  t.fold(201, changed);
+  CHECK(changed == std::vector<strata::row_id>{50});
+  for (int i = 0; i < 5; ++i) CHECK(t.row(50).get(static_cast<strata::col_id>(i)) == static_cast<float>(i + 1));
+  // A short payload for a new held row throws and holds nothing.
+  std::vector<std::byte> shortp(8);
+  strata::byte_reader in(shortp);
+  CHECK_THROWS(t.apply(51, in, 300, false));
+  changed.clear();
+  t.fold(301, changed);
+  CHECK(changed.empty());
+}

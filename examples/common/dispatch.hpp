@@ -44,6 +44,7 @@ struct system_options {
   bool local_shard_calls = true;          ///< off with --shard-thread (system_config::local_shard_calls)
   int spin_us = 50;                       ///< --spin-us (system_config::spin_us)
   bool huge_page_heap = true;             ///< off with --no-huge-page-heap (system_config::huge_page_heap)
+  bool pin_workers = true;                ///< off with --no-pin-workers (system_config::pin_workers)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
 
@@ -66,7 +67,7 @@ struct system_options {
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
             .cache_rows = cache_rows, .local_shard_calls = local_shard_calls,
-            .spin_us = spin_us, .huge_page_heap = huge_page_heap};
+            .spin_us = spin_us, .huge_page_heap = huge_page_heap, .pin_workers = pin_workers};
   }
   /// The consistency model named by --consistency, with its bounds (strata::model_params::named).
   strata::model_params model() const { return strata::model_params::named(consistency, system_config()); }
@@ -122,6 +123,9 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
                "leave malloc as it is (default: the runtime's threads ask for transparent huge pages under "
                "their heaps and malloc keeps what it grows; fewer page faults while rows and buffers first "
                "take memory)");
+  app.add_flag("--no-pin-workers{false}", so.pin_workers,
+               "let the kernel place the worker threads (default: each worker thread runs on one CPU of "
+               "the process's, by worker id, when the process has no more workers than CPUs)");
 }
 
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {

@@ -64,6 +64,12 @@ struct system_config {
   /// run's rows and buffers first take their memory. Process-wide malloc settings, so off unless
   /// asked for (the example trainers turn it on).
   bool huge_page_heap = false;
+  /// Each worker thread runs on one CPU of the process's affinity mask (worker id modulo their
+  /// number: core/affinity.hpp), when the process has no more workers than those CPUs: two busy
+  /// workers are never left sharing a CPU for a scheduler tick while another CPU idles, which under
+  /// a staleness bound stalls every worker. It fixes the threads' placement for the system's life,
+  /// so off unless asked for (the example trainers turn it on).
+  bool pin_workers = false;
 };
 
 /// The consistency policy's answers, with run-time bounds filled in: what the runtime asks at run

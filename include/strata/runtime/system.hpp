@@ -20,6 +20,7 @@
 #include <asio/post.hpp>
 
 #include "../consistency/model.hpp"
+#include "../core/affinity.hpp"
 #include "../core/error.hpp"
 #include "../core/huge_pages.hpp"
 #include "../table/server_table.hpp"
@@ -368,7 +369,14 @@ class basic_system {
     const bool huge = cfg_.huge_page_heap;
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
     const auto spin = std::chrono::microseconds(cfg_.spin_us);
-    for (auto& w : workers_) w->thread = std::thread([c = &w->ctx, huge, spin] { run_ctx(*c, huge, true, spin); });
+    const std::vector<int> cpus = cfg_.pin_workers ? allowed_cpus() : std::vector<int>{};
+    for (auto& w : workers_) {
+      const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
+      w->thread = std::thread([c = &w->ctx, huge, spin, cpu] {
+        if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
+        run_ctx(*c, huge, true, spin);
+      });
+    }
     if (coord_) coord_->thread = std::thread([c = &coord_->ctx, spin] { run_ctx(*c, false, true, spin); });
   }
 

@@ -86,7 +86,11 @@ struct mf_trainer_options : run_options {
                                        ///< (data-parallel mode; rotation: P clocks per epoch)
   bool rotation = false;           ///< DSGD-style block rotation (see the file comment) instead of data-parallel SGD
   float init_scale = 0.1f;         ///< initial factors uniform in [−init_scale, init_scale] (biases 0)
-  std::uint32_t block = 16;        ///< users / items per PS row
+  std::uint32_t block = 64;        ///< users / items per PS row. A row read, merged and sent costs a few µs
+                                   ///< whatever its width, and a clock's slice touches a fixed share of the
+                                   ///< item blocks, so wider rows send the same bytes in fewer rows: on
+                                   ///< MovieLens (rank 16) 64 reached RMSE 0.90 15-25% sooner than 16 at 1, 2
+                                   ///< and 4 workers and sooner than 32 or 128 (benchmarks/results/perf/REPORT.md)
   std::uint32_t work_repeat = 1;   ///< compute each iteration's SGD pass this many times (slows workers
                                    ///< down to emulate compute-dominated iterations; updates applied once)
   const mf_biased_model* start = nullptr;  ///< start from this model (its rank and mean; rows it lacks get the

@@ -125,7 +125,7 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
                "take memory)");
   app.add_flag("--no-pin-workers{false}", so.pin_workers,
                "let the kernel place the worker threads (default: each worker thread runs on one CPU of "
-               "the process's, by worker id, when the process has no more workers than CPUs)");
+               "the process's, by worker id, when the process has exactly as many workers as CPUs: use taskset to choose them)");
 }
 
 inline void add_cluster_flags(CLI::App& app, strata::cluster_options& o) {

@@ -1,6 +1,8 @@
 // system_config::pin_workers: each worker thread runs on one CPU of the process's, distinct within
-// the process, when the process has no more workers than CPUs; otherwise (and by default) the
-// threads keep the process's CPUs. Checked from inside each worker's program, on its own thread.
+// the process, when the process has exactly as many workers as CPUs; otherwise (and by default)
+// the threads keep the process's CPUs. Checked from inside each worker's program, on its own
+// thread, with the test's thread (whose mask the system's threads inherit) confined to at most
+// two CPUs so that the case is the same on every machine.
 #include <doctest/doctest.h>
 
 #include <strata/strata.hpp>
@@ -25,17 +27,24 @@ std::vector<std::vector<int>> worker_masks(std::uint32_t workers, bool pin) {
   return masks;
 }
 
+/// Confines the calling thread to `cpus` for its lifetime, then gives its old mask back.
+struct confined {
+  std::vector<int> before = strata::this_thread_cpus();
+  explicit confined(const std::vector<int>& cpus) { REQUIRE(strata::set_this_thread_cpus(cpus)); }
+  ~confined() { strata::set_this_thread_cpus(before); }
+};
+
 }  // namespace
 
-TEST_CASE("worker_cpu: distinct CPUs for one process's workers, by worker id, none when there are more workers than CPUs") {
+TEST_CASE("worker_cpu: one CPU per worker by worker id when the workers fill the CPUs exactly, none otherwise") {
   const std::vector<int> cpus{2, 3, 5};
   CHECK(strata::worker_cpu(0, 3, cpus) == 2);
   CHECK(strata::worker_cpu(2, 3, cpus) == 5);
-  CHECK(strata::worker_cpu(3, 2, cpus) == 2);  // a second process's two workers, ids 3 and 4
-  CHECK(strata::worker_cpu(4, 2, cpus) == 3);
+  CHECK(strata::worker_cpu(3, 3, cpus) == 2);   // a second process of three workers (ids 3..5) on the same CPUs
   CHECK(strata::worker_cpu(0, 4, cpus) == -1);  // 4 workers, 3 CPUs: left to the kernel
+  CHECK(strata::worker_cpu(0, 2, cpus) == -1);  // 2 workers, 3 CPUs: jobs side by side would share the first ones
   CHECK(strata::worker_cpu(0, 1, {}) == -1);    // CPUs unknown
-  // Consecutive ids (one process's workers) never share a CPU while they fit.
+  // Consecutive ids (one process's workers) never share a CPU.
   for (std::size_t first = 0; first < 7; ++first) {
     std::set<int> seen;
     for (std::size_t k = 0; k < cpus.size(); ++k) seen.insert(strata::worker_cpu(first + k, cpus.size(), cpus));
@@ -43,10 +52,13 @@ TEST_CASE("worker_cpu: distinct CPUs for one process's workers, by worker id, no
   }
 }
 
-TEST_CASE("pin_workers puts each worker thread on its own CPU when they fit, and leaves them alone otherwise") {
-  const std::vector<int> cpus = strata::allowed_cpus();
-  REQUIRE(!cpus.empty());
-  const auto fit = static_cast<std::uint32_t>(std::min<std::size_t>(cpus.size(), 4));
+TEST_CASE("pin_workers puts each worker thread on its own CPU when they fill the CPUs, and leaves them alone otherwise") {
+  const std::vector<int> all = strata::allowed_cpus();
+  REQUIRE(!all.empty());
+  const std::vector<int> cpus(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(all.size(), 2)));
+  confined c(cpus);
+  REQUIRE(strata::allowed_cpus() == cpus);
+  const auto fit = static_cast<std::uint32_t>(cpus.size());
   SUBCASE("pinned: one CPU each, distinct, of the process's") {
     const auto masks = worker_masks(fit, true);
     std::set<int> used;
@@ -59,12 +71,15 @@ TEST_CASE("pin_workers puts each worker thread on its own CPU when they fit, and
     CHECK(used.size() == fit);
   }
   SUBCASE("more workers than CPUs: every thread keeps the process's CPUs") {
-    const auto n = static_cast<std::uint32_t>(cpus.size() + 1);
-    for (const auto& m : worker_masks(n, true)) CHECK(m == cpus);
+    for (const auto& m : worker_masks(fit + 1, true)) CHECK(m == cpus);
+  }
+  SUBCASE("fewer workers than CPUs: every thread keeps the process's CPUs") {
+    if (fit > 1)
+      for (const auto& m : worker_masks(fit - 1, true)) CHECK(m == cpus);
   }
   SUBCASE("off (the default): every thread keeps the process's CPUs") {
     for (const auto& m : worker_masks(fit, false)) CHECK(m == cpus);
-    strata::system_config c;
-    CHECK_FALSE(c.pin_workers);
+    strata::system_config d;
+    CHECK_FALSE(d.pin_workers);
   }
 }

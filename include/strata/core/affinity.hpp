@@ -30,19 +30,25 @@ inline std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-/// Restricts the calling thread to CPU `cpu`; false when the system refuses (the thread is left as it was).
-inline bool pin_this_thread(int cpu) {
+/// Restricts the calling thread to `cpus` (threads it starts afterwards inherit them); false when
+/// the list is empty or the system refuses (the thread is left as it was).
+inline bool set_this_thread_cpus(const std::vector<int>& cpus) {
 #if defined(__linux__)
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) return false;
+    CPU_SET(c, &set);
+  }
+  return !cpus.empty() && pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 #else
-  (void)cpu;
+  (void)cpus;
   return false;
 #endif
 }
+
+/// Restricts the calling thread to CPU `cpu`; false when the system refuses (the thread is left as it was).
+inline bool pin_this_thread(int cpu) { return set_this_thread_cpus({cpu}); }
 
 /// The CPUs the calling thread may run on, in increasing order (for tests and diagnostics).
 inline std::vector<int> this_thread_cpus() {
@@ -58,12 +64,14 @@ inline std::vector<int> this_thread_cpus() {
 }
 
 /// The CPU for the worker with global id `worker` when `local_workers` workers share this process
-/// and `cpus` are the CPUs it may use: cpus[worker mod |cpus|], so that one process's workers
-/// (consecutive ids) get distinct CPUs, and so do single-worker processes started side by side on
-/// one machine; -1 (do not pin) when the process has more workers than CPUs, where the kernel's
-/// balancing does better than any fixed placement.
+/// and `cpus` are the CPUs it may use: cpus[worker mod |cpus|] when the workers fill those CPUs
+/// exactly, so that one process's workers (consecutive ids) get one CPU each; otherwise -1 (do not
+/// pin). With more workers than CPUs the kernel's balancing does better than any fixed placement;
+/// with fewer, pinning would put every job started beside this one (each with its worker 0) on the
+/// same first CPUs while others idle. A job confined by `taskset` to as many CPUs as it has workers
+/// is pinned within them.
 inline int worker_cpu(std::size_t worker, std::size_t local_workers, const std::vector<int>& cpus) noexcept {
-  if (cpus.empty() || local_workers > cpus.size()) return -1;
+  if (cpus.empty() || local_workers != cpus.size()) return -1;
   return cpus[worker % cpus.size()];
 }
 

@@ -65,7 +65,7 @@ struct system_config {
   /// asked for (the example trainers turn it on).
   bool huge_page_heap = false;
   /// Each worker thread runs on one CPU of the process's affinity mask (worker id modulo their
-  /// number: core/affinity.hpp), when the process has no more workers than those CPUs: two busy
+  /// number: core/affinity.hpp), when the process has exactly as many workers as those CPUs: two busy
   /// workers are never left sharing a CPU for a scheduler tick while another CPU idles, which under
   /// a staleness bound stalls every worker. It fixes the threads' placement for the system's life,
   /// so off unless asked for (the example trainers turn it on).

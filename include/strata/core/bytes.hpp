@@ -1,5 +1,6 @@
 #pragma once
 /// \file Appending and reading trivially copyable values and spans as raw bytes (the wire payload).
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <span>
@@ -26,8 +27,12 @@ class byte_writer {
   }
   void put_bytes(const void* p, std::size_t n) {
     const auto* b = static_cast<const std::byte*>(p);
+    // A message is a few small puts (ids, a header) and then rows: growing an empty buffer by
+    // exact fits would allocate three times for a one-row message, so it starts at min_capacity.
+    if (out_->capacity() == 0) out_->reserve(std::max(n, min_capacity));
     out_->insert(out_->end(), b, b + n);  // no zero fill before the copy (resize would)
   }
+  static constexpr std::size_t min_capacity = 256;
   /// Bytes written so far.
   std::size_t size() const noexcept { return out_->size(); }
   /// Makes room for `more` bytes beyond those written, so that a long run of puts copies once.

@@ -246,7 +246,7 @@ class client_table final : public client_table_base {
   R& pending(row_id r) {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
     auto [it, fresh] = log.try_emplace(r);
-    if (fresh) it->second = R(width_);
+    if (fresh) it->second = delta_row();
     return it->second;
   }
   /// Adds d to row r's oplog entry; a new entry is d itself (try_emplace leaves d alone when r

@@ -48,7 +48,21 @@ inline bool set_this_thread_cpus(const std::vector<int>& cpus) {
 }
 
 /// Restricts the calling thread to CPU `cpu`; false when the system refuses (the thread is left as it was).
-inline bool pin_this_thread(int cpu) { return set_this_thread_cpus({cpu}); }
+/// It allocates nothing: a worker thread calls it first thing, before its heap is set up for huge
+/// pages (system.hpp, run_ctx), and one small allocation before that made 2-worker MF runs 8% slower
+/// (benchmarks/results/perf/REPORT.md).
+inline bool pin_this_thread(int cpu) {
+#if defined(__linux__)
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+#else
+  (void)cpu;
+  return false;
+#endif
+}
 
 /// The CPUs the calling thread may run on, in increasing order (for tests and diagnostics).
 inline std::vector<int> this_thread_cpus() {

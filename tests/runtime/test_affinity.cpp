@@ -53,11 +53,11 @@ TEST_CASE("worker_cpu: one CPU per worker by worker id when the workers fill the
 }
 
 TEST_CASE("pin_workers puts each worker thread on its own CPU when they fill the CPUs, and leaves them alone otherwise") {
-  const std::vector<int> all = strata::allowed_cpus();
+  const std::vector<int> all = strata::this_thread_cpus();
   REQUIRE(!all.empty());
   const std::vector<int> cpus(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(all.size(), 2)));
   confined c(cpus);
-  REQUIRE(strata::allowed_cpus() == cpus);
+  REQUIRE(strata::this_thread_cpus() == cpus);
   const auto fit = static_cast<std::uint32_t>(cpus.size());
   SUBCASE("pinned: one CPU each, distinct, of the process's") {
     const auto masks = worker_masks(fit, true);

@@ -17,54 +17,17 @@
 
 namespace strata {
 
-/// The CPUs this process may run on (its affinity mask), in increasing order; empty where unknown.
-inline std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
 #if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-#endif
-  return cpus;
-}
-
-/// Restricts the calling thread to `cpus` (threads it starts afterwards inherit them); false when
-/// the list is empty or the system refuses (the thread is left as it was).
-inline bool set_this_thread_cpus(const std::vector<int>& cpus) {
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) {
-    if (c < 0 || c >= CPU_SETSIZE) return false;
-    CPU_SET(c, &set);
-  }
-  return !cpus.empty() && pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-#else
-  (void)cpus;
-  return false;
-#endif
-}
-
-/// Restricts the calling thread to CPU `cpu`; false when the system refuses (the thread is left as it was).
-/// It allocates nothing: a worker thread calls it first thing, before its heap is set up for huge
-/// pages (system.hpp, run_ctx), and one small allocation before that made 2-worker MF runs 8% slower
-/// (benchmarks/results/perf/REPORT.md).
-inline bool pin_this_thread(int cpu) {
-#if defined(__linux__)
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
+namespace detail {
+/// Sets the calling thread's mask to `set`; false when the system refuses.
+inline bool set_this_thread_mask(const cpu_set_t& set) noexcept {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-#else
-  (void)cpu;
-  return false;
-#endif
 }
+}  // namespace detail
+#endif
 
-/// The CPUs the calling thread may run on, in increasing order (for tests and diagnostics).
+/// The CPUs the calling thread may run on, in increasing order; empty where unknown. Threads it
+/// starts inherit them: on the thread that starts a system, the CPUs its workers may use.
 inline std::vector<int> this_thread_cpus() {
   std::vector<int> cpus;
 #if defined(__linux__)
@@ -75,6 +38,40 @@ inline std::vector<int> this_thread_cpus() {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
 #endif
   return cpus;
+}
+
+/// Restricts the calling thread to `cpus` (threads it starts afterwards inherit them); false when
+/// the list is empty, names a CPU out of range, or the system refuses (the thread is left as it was).
+inline bool set_this_thread_cpus(const std::vector<int>& cpus) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE) return false;
+    CPU_SET(c, &set);
+  }
+  return !cpus.empty() && detail::set_this_thread_mask(set);
+#else
+  (void)cpus;
+  return false;
+#endif
+}
+
+/// Restricts the calling thread to CPU `cpu`; false when the system refuses (the thread is left as it was).
+/// It allocates nothing (so it is not set_this_thread_cpus({cpu})): a worker thread calls it first
+/// thing, before its heap is set up for huge pages (system.hpp, run_ctx), and one small allocation
+/// before that made 2-worker MF runs 8% slower (benchmarks/results/perf/REPORT.md).
+inline bool pin_this_thread(int cpu) {
+#if defined(__linux__)
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return detail::set_this_thread_mask(set);
+#else
+  (void)cpu;
+  return false;
+#endif
 }
 
 /// The CPU for the worker with global id `worker` when `local_workers` workers share this process

@@ -382,7 +382,7 @@ class basic_system {
     const bool huge = cfg_.huge_page_heap;
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
     const auto spin = std::chrono::microseconds(cfg_.spin_us);
-    const std::vector<int> cpus = cfg_.pin_workers ? allowed_cpus() : std::vector<int>{};
+    const std::vector<int> cpus = cfg_.pin_workers ? this_thread_cpus() : std::vector<int>{};
     for (auto& w : workers_) {
       const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
       w->thread = std::thread([c = &w->ctx, huge, spin, cpu] {

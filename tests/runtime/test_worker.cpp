@@ -9,6 +9,7 @@
 
 #include "../support/deadline.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -436,6 +438,68 @@ TEST_CASE("bsp: a batched row request gets one reply, and the reads parked at a 
   request(1, {5}, 0);
   REQUIRE(replies.size() == 1);
   CHECK(rows_of(replies[0].second) == got_t{{5, 3.0f}});
+}
+
+TEST_CASE("bsp: at a barrier a worker with a parked read gets one message, the reply carrying its acknowledgement") {
+  using frow = strata::dense_row<float>;
+  std::vector<std::unique_ptr<strata::server_table_base>> tabs;
+  tabs.push_back(std::make_unique<strata::server_table<frow>>(1));
+  const strata::worker_map wm{1, 3};
+  std::vector<std::pair<strata::endpoint, strata::wire::rows>> sent;
+  strata::server_shard shard(0, wm, strata::model_params::of<strata::bsp>({}), std::move(tabs),
+                             [&](strata::endpoint to, strata::wire::message&& m) {
+                               REQUIRE(std::holds_alternative<strata::wire::rows>(m));
+                               sent.emplace_back(to, std::get<strata::wire::rows>(std::move(m)));
+                             });
+  std::uint64_t seq[3] = {0, 0, 0};
+  auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
+    flush_into(shard, wm, from, ++seq[from], tag, incs);
+  };
+  auto request = [&](strata::worker_id w, strata::row_id r, strata::clock_type need) {
+    shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, need, false}});
+  };
+  // What worker w was sent: (rows carried, acked_seq, reflects) per message.
+  auto to = [&](strata::worker_id w) {
+    std::vector<std::tuple<std::uint32_t, std::uint64_t, strata::clock_type>> got;
+    for (auto& [e, m] : sent)
+      if (e == wm.of(w)) got.emplace_back(m.count, m.acked_seq, m.reflects);
+    return got;
+  };
+  using msgs = std::vector<std::tuple<std::uint32_t, std::uint64_t, strata::clock_type>>;
+  // Clock 0: workers 0 and 1 clock and park a read; worker 2 clocks without reading.
+  flush(0, 0, {{0, 1.0f}});
+  request(0, 0, 0);
+  flush(1, 0, {{1, 2.0f}});
+  request(1, 1, 0);
+  CHECK(sent.empty());
+  flush(2, 0, {{0, 4.0f}});
+  CHECK(to(0) == msgs{{1, 1, 0}});  // the row, and with it the acknowledgement of flush 1
+  CHECK(to(1) == msgs{{1, 1, 0}});
+  CHECK(to(2) == msgs{{0, 1, 0}});  // a bare acknowledgement
+  CHECK(sent.size() == 3);
+  sent.clear();
+  // Clock 1: worker 2's read asks for a clock not complete yet: it stays parked, and worker 2 gets
+  // its acknowledgement alone; worker 0's read is served with its acknowledgement.
+  flush(0, 1, {{0, 1.0f}});
+  request(0, 0, 1);
+  flush(1, 1, {});
+  request(2, 0, 2);
+  flush(2, 1, {});
+  CHECK(to(0) == msgs{{1, 2, 1}});
+  CHECK(to(1) == msgs{{0, 2, 1}});
+  CHECK(to(2) == msgs{{0, 2, 1}});
+  CHECK(sent.size() == 3);
+  auto served = std::find_if(sent.begin(), sent.end(), [&](const auto& e) { return e.first == wm.of(0); });
+  REQUIRE(served != sent.end());
+  strata::byte_reader in(served->second.payload.bytes);
+  CHECK(in.get<strata::table_id>() == 0);
+  CHECK(in.get<strata::row_id>() == 0);
+  CHECK(frow::decode(in, 1).get(0) == 6.0f);  // both clocks of both writers of row 0
+  sent.clear();
+  flush(0, 2, {});
+  flush(1, 2, {});
+  flush(2, 2, {});
+  CHECK(to(2) == msgs{{1, 3, 2}});  // the parked read, served once clock 2 is complete
 }
 
 TEST_CASE("a batched reply is split into messages of about 4 MiB, every row once, in the order asked") {

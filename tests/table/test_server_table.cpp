@@ -132,3 +132,32 @@ TEST_CASE("server_table: held deltas fold exactly by clock, and their rows are k
   t.fold(301, changed);
   CHECK(changed.empty());
 }
+
+TEST_CASE("server_table: held deltas of clocks that arrive out of order fold by clock, each clock whole") {
+  // Under a staleness bound, flushes of several clocks reach a shard interleaved (workers are at
+  // different clocks), and a clock's held deltas may arrive after a later clock's.
+  strata::server_table<drow> t(1);
+  const std::vector<std::pair<strata::clock_type, float>> arrivals = {{3, 1000}, {1, 10}, {2, 100}, {1, 10}, {0, 1}, {3, 1000}, {2, 100}};
+  for (auto [c, v] : arrivals) apply(t, 9, row_of({v}), c, false);
+  std::vector<strata::row_id> changed;
+  float want = 0;
+  for (strata::clock_type below = 0; below <= 4; ++below) {
+    changed.clear();
+    t.fold(below, changed);
+    if (below > 0) {
+      want += below == 1 ? 1 : below == 2 ? 20 : below == 3 ? 200 : 2000;
+      CHECK(changed == std::vector<strata::row_id>{9});
+    } else {
+      CHECK(changed.empty());
+    }
+    CHECK(t.row(9).get(0) == want);
+  }
+  // A clock older than every held one, after others were folded: held, then folded on its own.
+  apply(t, 9, row_of({5}), 7, false);
+  apply(t, 9, row_of({3}), 5, false);
+  changed.clear();
+  t.fold(6, changed);
+  CHECK(t.row(9).get(0) == want + 3);
+  t.fold(8, changed);
+  CHECK(t.row(9).get(0) == want + 8);
+}

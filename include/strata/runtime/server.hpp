@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -58,7 +59,8 @@ class server_shard {
     if (f.from >= wm_.workers()) throw error(errc::bad_frame, "flush from unknown worker " + std::to_string(f.from));
     check_payload(f);  // a bad row anywhere rejects the whole flush before any of it is applied
     byte_reader in(f.payload.bytes);
-    std::vector<std::pair<table_id, row_id>> touched;
+    auto& touched = touched_;
+    touched.clear();
     for (std::uint32_t i = 0; i < f.count; ++i) {
       const auto t = in.get<table_id>();
       const auto r = in.get<row_id>();
@@ -74,7 +76,7 @@ class server_shard {
         shadow_[t]->apply(r, again, f.tag, false);
       }
     }
-    if (mp_.exact) pending_seq_[f.tag].emplace_back(f.from, f.seq);
+    if (mp_.exact) pending_seq_.push_back({f.tag, f.from, f.seq});
     else folded_seq_[f.from] = f.seq, newest_[f.from] = std::max(newest_[f.from], f.tag);
     clock_[f.from] = f.done ? finished : std::max(clock_[f.from], f.new_clock);
     if (f.done)
@@ -277,42 +279,45 @@ class server_shard {
   /// Answers the parked reads that the minimum clock now allows: one reply per worker.
   void serve_parked() {
     if (parked_.empty()) return;
-    std::vector<wire::row_request> still;
-    std::vector<std::unique_ptr<reply_to>> outs(wm_.workers());
+    auto& still = still_parked_;
+    still.clear();
+    replies_.resize(wm_.workers());
     for (auto& q : parked_) {
       if (q.need > min_ - 1) {
         still.push_back(std::move(q));
         continue;
       }
-      if (!outs[q.from]) outs[q.from] = std::make_unique<reply_to>(reply_to{*this, q.from});
-      for (std::size_t i = 0; i < q.rows.size(); ++i) outs[q.from]->add(q.table, q.rows[i], q.rows.size() - 1 - i);
+      auto& o = replies_[q.from];
+      if (!o) o.emplace(reply_to{*this, q.from});
+      for (std::size_t i = 0; i < q.rows.size(); ++i) o->add(q.table, q.rows[i], q.rows.size() - 1 - i);
     }
     parked_.swap(still);
-    for (auto& o : outs)
-      if (o) o->send();
+    for (auto& o : replies_)
+      if (o) o->send(), o.reset();
   }
 
   /// The minimum clock moved up: fold held updates (exact snapshots), acknowledge them, push changed
   /// rows to subscribers with the new clock (ESSP), and serve the reads that can now be served.
   void advance() {
-    std::vector<changed_row> changed;
-    std::vector<bool> acked(wm_.workers(), false);
+    auto& changed = changed_;
+    changed.clear();
+    auto& acked = acked_;
+    acked.assign(wm_.workers(), false);
     if (ckpt_every_ > 0 && min_ != finished) write_checkpoints(changed);
     if (mp_.exact) {
-      std::vector<row_id> rows;
+      auto& rows = fold_rows_;
       for (table_id t = 0; t < tables_.size(); ++t) {
         rows.clear();
         tables_[t]->fold(min_, rows);
         for (auto r : rows) changed.push_back({t, r, many_writers});
       }
-      while (!pending_seq_.empty() && pending_seq_.begin()->first < min_) {
-        for (auto [w, s] : pending_seq_.begin()->second) {
-          folded_seq_[w] = std::max(folded_seq_[w], s);
-          newest_[w] = std::max(newest_[w], pending_seq_.begin()->first);
-          acked[w] = true;
-        }
-        pending_seq_.erase(pending_seq_.begin());
-      }
+      std::erase_if(pending_seq_, [&](const held_seq& h) {
+        if (h.tag >= min_) return false;
+        folded_seq_[h.from] = std::max(folded_seq_[h.from], h.seq);
+        newest_[h.from] = std::max(newest_[h.from], h.tag);
+        acked[h.from] = true;
+        return true;
+      });
     } else {
       changed.swap(dirty_);
     }
@@ -334,6 +339,10 @@ class server_shard {
       }
     }
     changed.resize(n);
+    // A worker with a parked read served below learns of its acknowledgement from that reply (it
+    // carries acked_seq): one message instead of two, the usual case in a BSP round.
+    for (const auto& q : parked_)
+      if (q.need <= min_ - 1) acked[q.from] = false;
     for (worker_id w = 0; w < wm_.workers(); ++w) {
       const bool subscribed = eager && has_subs_[w] && clock_[w] != finished;
       if (!acked[w] && !subscribed) continue;
@@ -444,8 +453,21 @@ class server_shard {
   std::vector<std::uint64_t> folded_seq_;
   std::vector<bool> has_subs_;
   std::vector<clock_type> newest_;  // per worker: newest flush tag applied to the rows
-  std::map<clock_type, std::vector<std::pair<worker_id, std::uint64_t>>> pending_seq_;
+  /// Exact models: a flush's sequence number, acknowledged when the minimum clock passes its tag.
+  struct held_seq {
+    clock_type tag;
+    worker_id from;
+    std::uint64_t seq;
+  };
+  std::vector<held_seq> pending_seq_;
   std::vector<wire::row_request> parked_;
+  // Scratch kept between messages so that a warm round allocates nothing for them.
+  std::vector<std::pair<table_id, row_id>> touched_;
+  std::vector<changed_row> changed_;
+  std::vector<bool> acked_;
+  std::vector<row_id> fold_rows_;
+  std::vector<wire::row_request> still_parked_;
+  std::vector<std::optional<reply_to>> replies_;
   std::vector<changed_row> dirty_;     // applied since the last push (ESSP, applied at once)
   std::vector<changed_row> unpushed_;  // changed, waiting for an advance that pushes
   struct collective {

@@ -150,7 +150,7 @@ class client_table final : public client_table_base {
       if (++n == 1) out.reserve((out.size() - at) * (log.size() - 1));  // rows are about this size
     }
     inflight_[shard].emplace_back(seq, std::move(log));
-    log = {};
+    log = take(spare_logs_);
     ++epoch_;  // cached oplog pointers now point into in-flight maps
     ++unpins_;
     return n;
@@ -168,10 +168,10 @@ class client_table final : public client_table_base {
   R delta_row() {
     if constexpr (recyclable) {
       if (!spare_.empty()) {
-        R d = std::move(spare_.back());
-        spare_.pop_back();
-        auto v = d.mutable_span();
-        std::fill(v.begin(), v.end(), typename R::value_type{});
+        auto node = take(spare_);
+        R d = std::move(node.mapped());
+        husks_.push_back(std::move(node));  // inc_row puts the delta back into it
+        zero(d);
         return d;
       }
     }
@@ -190,6 +190,8 @@ class client_table final : public client_table_base {
     for (auto& l : oplog_) l.clear();
     for (auto& q : inflight_) q.clear();
     spare_.clear();
+    husks_.clear();
+    spare_logs_.clear();
     ++epoch_;
     peak_ = 0;
     evictions_ = dropped_ = 0;
@@ -224,18 +226,35 @@ class client_table final : public client_table_base {
   table_id id() const noexcept { return id_; }
 
  private:
-  /// Dense rows (a value span of the table's width) are kept for delta_row once their flush is
-  /// acknowledged, up to spare_bytes of values.
+  using log_map = std::unordered_map<row_id, R>;
+  using log_node = typename log_map::node_type;
+  /// Dense rows (a value span of the table's width) are kept, in their hash nodes, for the oplog
+  /// and delta_row once their flush is acknowledged, up to spare_bytes of values; the emptied maps
+  /// keep their buckets for later flushes. A warm run allocates nothing per inc or per flushed row.
   static constexpr bool recyclable = requires(R& r) { r.mutable_span(); };
   static constexpr std::size_t spare_bytes = std::size_t{4} << 20;
-  void recycle(std::unordered_map<row_id, R>& log) {
+  void recycle(log_map& log) {
     if constexpr (recyclable) {
       const std::size_t cap = spare_bytes / std::max<std::size_t>(1, width_ * sizeof(typename R::value_type));
-      for (auto& [r, d] : log) {
-        if (spare_.size() >= cap) break;
-        if (d.width() == width_) spare_.push_back(std::move(d));
+      for (auto it = log.begin(); it != log.end() && spare_.size() < cap;) {
+        auto next = std::next(it);
+        if (it->second.width() == width_) spare_.push_back(log.extract(it));
+        it = next;
       }
     }
+    log.clear();
+    if (spare_logs_.size() < 2 * std::size_t{nodes_} + 2) spare_logs_.push_back(std::move(log));
+  }
+  template <class T>
+  static T take(std::vector<T>& pool) {
+    if (pool.empty()) return T{};
+    T x = std::move(pool.back());
+    pool.pop_back();
+    return x;
+  }
+  static void zero(R& d) {
+    auto v = d.mutable_span();
+    std::fill(v.begin(), v.end(), typename R::value_type{});
   }
   /// The server's row lacks this worker's increments to it still in flight or in the oplog: adds them to `into`.
   void add_unacknowledged(node_id shard, row_id row, R& into) const {
@@ -243,16 +262,41 @@ class client_table final : public client_table_base {
       if (auto it = log.find(row); it != log.end()) into.add(it->second);
     if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) into.add(it->second);
   }
+  /// Row r's oplog entry, a zero row when it has none yet.
   R& pending(row_id r) {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
+    if constexpr (recyclable) {
+      if (!spare_.empty()) {
+        if (auto it = log.find(r); it != log.end()) return it->second;
+        auto node = take(spare_);
+        zero(node.mapped());
+        node.key() = r;
+        return log.insert(std::move(node)).position->second;
+      }
+    }
     auto [it, fresh] = log.try_emplace(r);
     if (fresh) it->second = delta_row();
     return it->second;
   }
-  /// Adds d to row r's oplog entry; a new entry is d itself (try_emplace leaves d alone when r
-  /// is already there).
+  /// Adds d to row r's oplog entry; a new entry is d itself (in a node delta_row emptied, when
+  /// there is one), else d is added and its row kept for delta_row.
   R& take_pending(row_id r, R&& d) {
-    auto [it, fresh] = oplog_[owner_of(id_, r, nodes_)].try_emplace(r, std::move(d));
+    auto& log = oplog_[owner_of(id_, r, nodes_)];
+    if constexpr (recyclable) {
+      if (!husks_.empty()) {
+        auto it = log.find(r);
+        auto node = take(husks_);
+        node.mapped() = std::move(d);
+        if (it != log.end()) {
+          it->second.add(node.mapped());
+          if (node.mapped().width() == width_) spare_.push_back(std::move(node));
+          return it->second;
+        }
+        node.key() = r;
+        return log.insert(std::move(node)).position->second;
+      }
+    }
+    auto [it, fresh] = log.try_emplace(r, std::move(d));
     if (!fresh) it->second.add(d);
     return it->second;
   }
@@ -316,7 +360,6 @@ class client_table final : public client_table_base {
     return n;
   }
 
-  using log_map = std::unordered_map<row_id, R>;
   struct ring_slot {
     row_id row;
     entry* e;  // stable: unordered_map nodes do not move
@@ -328,7 +371,9 @@ class client_table final : public client_table_base {
   std::unordered_map<row_id, entry> cache_;
   std::vector<log_map> oplog_;                                          // per shard
   std::vector<std::deque<std::pair<std::uint64_t, log_map>>> inflight_;  // per shard, by seq
-  std::vector<R> spare_;                                                 // rows for delta_row (recyclable R)
+  std::vector<log_node> spare_;     // nodes holding rows of the table's width (recyclable R)
+  std::vector<log_node> husks_;     // nodes whose row delta_row handed out
+  std::vector<log_map> spare_logs_; // emptied oplogs, buckets kept
   // Bounded cache (capacity_ > 0): the CLOCK ring of cached rows and its hand.
   std::size_t capacity_ = 0;
   const std::uint64_t* turn_ = nullptr;

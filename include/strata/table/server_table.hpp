@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
-#include <map>
+#include <iterator>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -46,14 +46,14 @@ class server_table final : public server_table_base {
   void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) override {
     if constexpr (requires(R& r) { r.add_encoded(in); }) {  // opt-in: add straight from the bytes
       if (immediate) return slot(row).data.add_encoded(in);
-      auto& p = pending_[tag];
+      auto& p = held(tag);
       if (auto it = p.find(row); it != p.end()) it->second.add_encoded(in);
-      else p.emplace(row, held_row(in));  // decoded first: a short payload leaves no entry behind
+      else hold(p, row, in);
     } else {
       R d = R::decode(in, width_);
       if (immediate) slot(row).data.add(d);
       else {
-        auto& p = pending_[tag];
+        auto& p = held(tag);
         auto [it, fresh] = p.try_emplace(row, std::move(d));
         if (!fresh) it->second.add(d);
       }
@@ -61,15 +61,22 @@ class server_table final : public server_table_base {
   }
   void check(byte_reader& in) const override { skip_row<R>(in, width_); }
   void fold(clock_type below, std::vector<row_id>& changed) override {
-    while (!pending_.empty() && pending_.begin()->first < below) {
-      for (auto& [row, d] : pending_.begin()->second) {
-        slot(row).data.add(d);
-        changed.push_back(row);
+    std::size_t n = 0;
+    for (; n < pending_.size() && pending_[n].tag < below; ++n) {
+      auto& p = pending_[n].rows;
+      for (auto it = p.begin(); it != p.end();) {
+        slot(it->first).data.add(it->second);
+        changed.push_back(it->first);
+        auto next = std::next(it);
         if constexpr (recyclable)
-          if (spare_.size() < spare_cap() && d.width() == width_) spare_.push_back(std::move(d));
+          if (spare_.size() < spare_cap() && it->second.width() == width_) spare_.push_back(p.extract(it));
+        it = next;
       }
-      pending_.erase(pending_.begin());
+      p.clear();  // keeps its buckets for a later clock
     }
+    if (n == 0) return;
+    for (std::size_t i = 0; i < n; ++i) spare_maps_.push_back(std::move(pending_[i].rows));
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   void encode(row_id row, byte_writer& out) override { slot(row).data.encode(out); }
   void subscribe(row_id row, worker_id w) override {
@@ -133,9 +140,30 @@ class server_table final : public server_table_base {
     }
     return e;
   }
+  using held_rows = std::unordered_map<row_id, R>;
+  /// The held deltas of one clock (exact models); pending_ keeps them in clock order.
+  struct held_clock {
+    clock_type tag;
+    held_rows rows;
+  };
+  /// The held deltas of clock `tag`, made (from a map a folded clock left) if there are none yet.
+  /// Tags arrive mostly in order, so the search starts at the newest.
+  held_rows& held(clock_type tag) {
+    auto at = pending_.end();
+    while (at != pending_.begin() && std::prev(at)->tag >= tag) {
+      if (std::prev(at)->tag == tag) return std::prev(at)->rows;
+      --at;
+    }
+    held_rows fresh;
+    if (!spare_maps_.empty()) {
+      fresh = std::move(spare_maps_.back());
+      spare_maps_.pop_back();
+    }
+    return pending_.insert(at, held_clock{tag, std::move(fresh)})->rows;
+  }
   /// Dense rows (a value span of the table's width) that held deltas (exact models) were folded
-  /// from are kept to hold the next ones, up to 4 MiB of values: no allocation per held row once
-  /// a run is warm.
+  /// from are kept, with their hash nodes, to hold the next ones, up to 4 MiB of values: no
+  /// allocation per held row once a run is warm.
   static constexpr bool recyclable = requires(R& r, byte_reader& in) {
     r.mutable_span();
     r.assign_encoded(in);
@@ -143,24 +171,28 @@ class server_table final : public server_table_base {
   std::size_t spare_cap() const noexcept {
     return (std::size_t{4} << 20) / std::max<std::size_t>(1, width_ * sizeof(typename R::value_type));
   }
-  /// A held delta decoded from `in`: into a kept row when there is one.
-  R held_row(byte_reader& in) {
+  /// Holds row `row`'s delta decoded from `in` in `p`: in a kept node when there is one. Decoded
+  /// first: a short payload throws and leaves no entry behind.
+  void hold(held_rows& p, row_id row, byte_reader& in) {
     if constexpr (recyclable) {
       if (!spare_.empty()) {
-        R d = std::move(spare_.back());
+        auto node = std::move(spare_.back());
         spare_.pop_back();
-        d.assign_encoded(in);  // a short payload throws: the row is dropped, nothing is held
-        return d;
+        node.mapped().assign_encoded(in);
+        node.key() = row;
+        p.insert(std::move(node));
+        return;
       }
     }
-    return R::decode(in, width_);
+    p.emplace(row, R::decode(in, width_));
   }
   std::size_t width_;
   std::deque<entry> store_;
   std::vector<entry*> near_;
   std::unordered_map<row_id, entry*> far_;
-  std::map<clock_type, std::unordered_map<row_id, R>> pending_;
-  std::vector<R> spare_;
+  std::vector<held_clock> pending_;
+  std::vector<held_rows> spare_maps_;
+  std::vector<typename held_rows::node_type> spare_;
 };
 
 }  // namespace strata

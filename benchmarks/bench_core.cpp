@@ -5,7 +5,7 @@
 //  - clock() round (BSP, read + inc + clock) with 1, 2, 4, 8 workers vs a std::barrier round, with
 //    the defaults (the worker handles its local shard's messages itself and polls briefly before it
 //    sleeps), without the polling (system_config::spin_us = 0) and through the shard's thread
-//    (system_config::local_shard_calls = false);
+//    (system_config::local_shard_calls = false); 20,000 rounds a run (10,000 with 8 workers);
 //  - a cache miss (a read of the server's row, `fetch`) both ways, vs a plain mutex-guarded copy of
 //    the row.
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
@@ -176,7 +176,9 @@ int main() {
   std::printf("%-8s %14s %14s %14s %14s %8s %8s %8s\n", "workers", "bsp clock (us)", "no spin (us)", "via shard (us)",
               "barrier (us)", "ratio", "ratio2", "ratio3");
   for (int p : {1, 2, 4, 8}) {
-    const int rounds = 2000;
+    // Enough rounds that a run's start and finish (threads woken, the start barrier, the final
+    // flushes: tens of µs) weigh little against the rounds themselves.
+    const int rounds = p <= 4 ? 20000 : 10000;
     const double b = best_of(3, [&] { return barrier_round(p, rounds); });
     const double c = best_of(3, [&] { return ps_clock_round(p, rounds, true); });
     const double ns = best_of(3, [&] { return ps_clock_round(p, rounds, true, 0); });

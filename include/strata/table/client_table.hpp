@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <unordered_map>
 #include <utility>
@@ -149,16 +148,17 @@ class client_table final : public client_table_base {
       d.encode(out);
       if (++n == 1) out.reserve((out.size() - at) * (log.size() - 1));  // rows are about this size
     }
-    inflight_[shard].emplace_back(seq, std::move(log));
-    log = take(spare_logs_);
+    auto& f = inflight_[shard].push();
+    f.seq = seq;
+    f.log.swap(log);  // the oplog goes on with the slot's emptied map (its buckets)
     ++epoch_;  // cached oplog pointers now point into in-flight maps
     ++unpins_;
     return n;
   }
   void ack(node_id shard, std::uint64_t acked) override {
     auto& q = inflight_[shard];
-    while (!q.empty() && q.front().first <= acked) {
-      recycle(q.front().second);
+    while (!q.empty() && q.front().seq <= acked) {
+      recycle(q.front().log);
       q.pop_front();
     }
   }
@@ -191,7 +191,6 @@ class client_table final : public client_table_base {
     for (auto& q : inflight_) q.clear();
     spare_.clear();
     husks_.clear();
-    spare_logs_.clear();
     ++epoch_;
     peak_ = 0;
     evictions_ = dropped_ = 0;
@@ -243,7 +242,6 @@ class client_table final : public client_table_base {
       }
     }
     log.clear();
-    if (spare_logs_.size() < 2 * std::size_t{nodes_} + 2) spare_logs_.push_back(std::move(log));
   }
   template <class T>
   static T take(std::vector<T>& pool) {
@@ -258,8 +256,9 @@ class client_table final : public client_table_base {
   }
   /// The server's row lacks this worker's increments to it still in flight or in the oplog: adds them to `into`.
   void add_unacknowledged(node_id shard, row_id row, R& into) const {
-    for (const auto& [seq, log] : inflight_[shard])
-      if (auto it = log.find(row); it != log.end()) into.add(it->second);
+    const auto& q = inflight_[shard];
+    for (std::size_t i = 0; i < q.size(); ++i)
+      if (auto it = q[i].log.find(row); it != q[i].log.end()) into.add(it->second);
     if (auto it = oplog_[shard].find(row); it != oplog_[shard].end()) into.add(it->second);
   }
   /// Row r's oplog entry, a zero row when it has none yet.
@@ -370,10 +369,44 @@ class client_table final : public client_table_base {
   std::uint64_t epoch_ = 1;
   std::unordered_map<row_id, entry> cache_;
   std::vector<log_map> oplog_;                                          // per shard
-  std::vector<std::deque<std::pair<std::uint64_t, log_map>>> inflight_;  // per shard, by seq
+  /// Flushed oplogs not acknowledged yet, oldest first, in a ring whose slots keep their maps: an
+  /// acknowledged log is emptied in place (its nodes kept in spare_) and its slot's map, buckets
+  /// and all, becomes a later oplog. No map is made or destroyed per flush.
+  struct flushed_log {
+    std::uint64_t seq = 0;
+    log_map log;
+  };
+  class log_ring {
+   public:
+    bool empty() const noexcept { return n_ == 0; }
+    std::size_t size() const noexcept { return n_; }
+    const flushed_log& operator[](std::size_t i) const { return slots_[(head_ + i) % slots_.size()]; }
+    flushed_log& front() { return slots_[head_]; }
+    /// The slot after the newest (its map empty), made when every slot is in use.
+    flushed_log& push() {
+      if (n_ == slots_.size()) {
+        std::rotate(slots_.begin(), slots_.begin() + static_cast<std::ptrdiff_t>(head_), slots_.end());
+        head_ = 0;
+        slots_.resize(std::max<std::size_t>(4, 2 * slots_.size()));
+      }
+      return slots_[(head_ + n_++) % slots_.size()];
+    }
+    void pop_front() {
+      head_ = (head_ + 1) % slots_.size();
+      --n_;
+    }
+    void clear() {
+      for (auto& f : slots_) f.log.clear();
+      head_ = n_ = 0;
+    }
+
+   private:
+    std::vector<flushed_log> slots_;
+    std::size_t head_ = 0, n_ = 0;
+  };
+  std::vector<log_ring> inflight_;  // per shard, by seq
   std::vector<log_node> spare_;     // nodes holding rows of the table's width (recyclable R)
   std::vector<log_node> husks_;     // nodes whose row delta_row handed out
-  std::vector<log_map> spare_logs_; // emptied oplogs, buckets kept
   // Bounded cache (capacity_ > 0): the CLOCK ring of cached rows and its hand.
   std::size_t capacity_ = 0;
   const std::uint64_t* turn_ = nullptr;

@@ -61,9 +61,12 @@ class server_table final : public server_table_base {
   }
   void check(byte_reader& in) const override { skip_row<R>(in, width_); }
   void fold(clock_type below, std::vector<row_id>& changed) override {
-    std::size_t n = 0;
-    for (; n < pending_.size() && pending_[n].tag < below; ++n) {
-      auto& p = pending_[n].rows;
+    for (;;) {  // oldest clock first
+      held_clock* h = nullptr;
+      for (auto& c : pending_)
+        if (c.used && c.tag < below && (!h || c.tag < h->tag)) h = &c;
+      if (!h) return;
+      auto& p = h->rows;
       for (auto it = p.begin(); it != p.end();) {
         slot(it->first).data.add(it->second);
         changed.push_back(it->first);
@@ -73,10 +76,8 @@ class server_table final : public server_table_base {
         it = next;
       }
       p.clear();  // keeps its buckets for a later clock
+      h->used = false;
     }
-    if (n == 0) return;
-    for (std::size_t i = 0; i < n; ++i) spare_maps_.push_back(std::move(pending_[i].rows));
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
   }
   void encode(row_id row, byte_writer& out) override { slot(row).data.encode(out); }
   void subscribe(row_id row, worker_id w) override {
@@ -84,7 +85,7 @@ class server_table final : public server_table_base {
     if (std::find(s.begin(), s.end(), w) == s.end()) s.push_back(w);
   }
   void reset(bool clear_rows) override {
-    pending_.clear();
+    for (auto& c : pending_) c.rows.clear(), c.used = false;
     if (clear_rows) {
       near_.clear();
       far_.clear();
@@ -141,25 +142,24 @@ class server_table final : public server_table_base {
     return e;
   }
   using held_rows = std::unordered_map<row_id, R>;
-  /// The held deltas of one clock (exact models); pending_ keeps them in clock order.
+  /// A slot for the held deltas of one clock (exact models). Slots are few (one per clock not yet
+  /// folded: staleness + 2 at most) and outlive their clocks, keeping the map's buckets.
   struct held_clock {
-    clock_type tag;
+    clock_type tag = 0;
+    bool used = false;
     held_rows rows;
   };
-  /// The held deltas of clock `tag`, made (from a map a folded clock left) if there are none yet.
-  /// Tags arrive mostly in order, so the search starts at the newest.
+  /// The held deltas of clock `tag`: in a free slot if there are none yet.
   held_rows& held(clock_type tag) {
-    auto at = pending_.end();
-    while (at != pending_.begin() && std::prev(at)->tag >= tag) {
-      if (std::prev(at)->tag == tag) return std::prev(at)->rows;
-      --at;
+    held_clock* free = nullptr;
+    for (auto& c : pending_) {
+      if (c.used && c.tag == tag) return c.rows;
+      if (!c.used && !free) free = &c;
     }
-    held_rows fresh;
-    if (!spare_maps_.empty()) {
-      fresh = std::move(spare_maps_.back());
-      spare_maps_.pop_back();
-    }
-    return pending_.insert(at, held_clock{tag, std::move(fresh)})->rows;
+    if (!free) free = &pending_.emplace_back();
+    free->tag = tag;
+    free->used = true;
+    return free->rows;
   }
   /// Dense rows (a value span of the table's width) that held deltas (exact models) were folded
   /// from are kept, with their hash nodes, to hold the next ones, up to 4 MiB of values: no
@@ -190,8 +190,7 @@ class server_table final : public server_table_base {
   std::deque<entry> store_;
   std::vector<entry*> near_;
   std::unordered_map<row_id, entry*> far_;
-  std::vector<held_clock> pending_;
-  std::vector<held_rows> spare_maps_;
+  std::deque<held_clock> pending_;  // a deque: a slot held() returned stays put as slots are added
   std::vector<typename held_rows::node_type> spare_;
 };
 

@@ -26,6 +26,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "../examples/common/cli.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -346,23 +348,23 @@ int dispatch(const options& o, F&& f) {
 int main(int argc, char** argv) {
   options o;
   CLI::App app("load_node: one process of a strata load or soak run (get / inc / clock with a known final table)");
-  app.add_option("--rows", o.rows, "rows in the table")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--width", o.width, "floats per row")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--workers", o.wpn, "workers per process")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--clocks", o.clocks, "clocks per worker")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--rows", o.rows, "rows in the table")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--width", o.width, "floats per row")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--workers", o.wpn, "workers per process")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--clocks", o.clocks, "clocks per worker")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--incs", o.incs, "increments per worker per clock")->capture_default_str();
-  app.add_option("--inc-rows", o.inc_rows, "distinct rows a clock's increments go to")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--inc-rows", o.inc_rows, "distinct rows a clock's increments go to")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--gets", o.gets, "reads per worker per clock")->capture_default_str();
-  app.add_option("--read-set", o.read_set, "rows each worker reads from")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--read-set", o.read_set, "rows each worker reads from")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--seed", o.seed, "plan seed")->capture_default_str();
   app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async | vap (a model name, then its staleness)")->capture_default_str();
   app.add_option("--transport", o.transport, "tcp (under scripts/launch.sh) | inproc")->check(CLI::IsMember({"tcp", "inproc"}))->capture_default_str();
-  app.add_option("--nodes", o.nodes, "inproc: in-process shards")->check(CLI::PositiveNumber);
+  app.add_option("--nodes", o.nodes, "inproc: in-process shards")->check(strata::examples::positive);
   app.add_option("--delay", o.delay_us, "injected latency per message, microseconds (tcp inside strata::delayed)");
   app.add_option("--jitter", o.jitter_us, "injected jitter per message, microseconds (uniform in [0, jitter])");
   app.add_option("--op-sleep-us", o.op_sleep_us, "random sleep in [0, N] microseconds before every read and clock");
   app.add_option("--clock-ms", o.clock_ms, "pace: a clock takes at least this long (a soak of a set duration)");
-  app.add_option("--sample-ms", o.sample_ms, "resident-memory sampling period")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--sample-ms", o.sample_ms, "resident-memory sampling period")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--drop-every", o.drop_every, "skip every N-th increment (a test that the lost-update check fails)");
   app.add_option("--out", o.out, "folder for rank<r>_from<c>.json / .rss.csv and rank<r>.pid");
   app.add_option("--label", o.label, "name in the summary line and the JSON")->capture_default_str();

@@ -17,6 +17,7 @@
 #include <strata/ml/trainers/lasso_trainer.hpp>
 #include <strata/sched/schedulers.hpp>
 
+#include "common/cli.hpp"
 #include "common/lasso_scheduler.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
@@ -48,8 +49,8 @@ int main(int argc, char** argv) {
   app.add_option("--lambda", fl.lo.lambda, "λ (0: --lambda-fraction × λ_max)")->capture_default_str();
   app.add_option("--lambda-fraction", fl.lo.lambda_fraction, "λ as a fraction of λ_max")->capture_default_str();
   app.add_option("--rounds", fl.lo.rounds, "at most this many rounds")->capture_default_str();
-  app.add_option("--batch", fl.lo.batch, "coefficients per round")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--depth", fl.lo.depth, "pipelining: rounds in flight (1: none)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batch", fl.lo.batch, "coefficients per round")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--depth", fl.lo.depth, "pipelining: rounds in flight (1: none)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--evaluate-every", fl.lo.evaluate_every, "rounds between objective/gap evaluations (0: one pass)")->capture_default_str();
   app.add_option("--tolerance", fl.lo.tolerance, "stop when the duality gap <= tolerance × F")->capture_default_str();
   app.add_option("--scheduler", fl.sched.name, "round_robin|random|priority|filtered|random-filtered")

@@ -22,6 +22,7 @@
 #include <strata/ml/trainers/lda_rotation.hpp>
 #include <strata/ml/trainers/lda_trainer.hpp>
 
+#include "common/cli.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
 
@@ -55,14 +56,14 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
   app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
   app.add_option("--max-tokens", f.max_tokens, "refuse a corpus of more tokens (sum of counts; 4 bytes of topic assignment each)")
       ->capture_default_str();
-  app.add_option("--topics", lo.topics, "number of topics K")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--topics", lo.topics, "number of topics K")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
   app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
   app.add_option("--sampler", f.sampler, "sparse: exact SparseLDA Gibbs; mh: Metropolis-Hastings with doc and word (alias) proposals")
       ->check(CLI::IsMember({"sparse", "mh"}))
       ->capture_default_str();
   app.add_option("--mh-steps", lo.mh_steps, "with --sampler mh: doc + word proposal pairs per token")
-      ->check(CLI::PositiveNumber)
+      ->check(strata::examples::positive)
       ->capture_default_str();
   app.add_option("--vocab", f.vocab, "vocabulary FILE (word w on line w, e.g. vocab.spam.txt): print each topic's top words");
   app.add_option("--top", f.top, "how many top words per topic to print (word ids without --vocab)")->capture_default_str();

@@ -26,6 +26,7 @@
 #include <strata/ml/trainers/mf_ccd.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
+#include "common/cli.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
 
@@ -60,12 +61,12 @@ struct prediction_flags {
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
-  app.add_option("--rank", mo.rank, "factor rank (with --load: the model's)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--rank", mo.rank, "factor rank (with --load: the model's)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--lr", mo.lr, "initial learning rate")->capture_default_str();
   app.add_option("--decay", mo.decay, "learning-rate decay: lr/(1+decay*t)")->capture_default_str();
   app.add_option("--lambda", mo.lambda, "regularisation weight of the loss")->capture_default_str();
-  app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--block", mo.block, "users/items per parameter-server row")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--block", mo.block, "users/items per parameter-server row")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
   app.add_option("--mode", pf.mode,
                  "sgd: data-parallel SGD on the parameter server; rotation: SGD by block rotation (DSGD: disjoint item groups "
@@ -76,9 +77,9 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
                  "train N times in this process, each run from scratch on a fresh system (same seed, same result); the "
                  "trace, summary and outputs are the last run's, whose threads and memory are warm, as a peer timed by "
                  "repeated calls in one process (benchmarks/perf_experiment.py); the summary adds each run's seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(strata::examples::positive)
       ->capture_default_str();
-  app.add_option("--inner", pf.inner, "--mode ccd: rounds per column per iteration")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--inner", pf.inner, "--mode ccd: rounds per column per iteration")->check(strata::examples::positive)->capture_default_str();
   auto* in = app.add_option("--predict", pf.in, "predict ratings for the \"user item\" lines of FILE (after training)");
   auto* out = app.add_option("--predictions", pf.out, "write the --predict results to FILE, \"user item predicted_rating\"");
   in->needs(out);

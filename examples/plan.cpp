@@ -33,6 +33,7 @@
 #include <strata/ml/trainers/lda_trainer.hpp>
 #include <strata/ml/trainers/mf_trainer.hpp>
 
+#include "common/cli.hpp"
 #include "common/lasso_scheduler.hpp"
 #include "common/metrics.hpp"
 #include "common/trainer.hpp"
@@ -202,8 +203,8 @@ int main(int argc, char** argv) {
   app.add_option("--rank", f.rank, "mf: factor rank")->capture_default_str();
   app.add_option("--work-repeat", f.work_repeat, "mf: repeat each SGD pass (heavier compute)")->capture_default_str();
   app.add_option("--lambda-fraction", f.lambda_fraction, "lasso: λ as a fraction of each subset's λ_max")->capture_default_str();
-  app.add_option("--batch", f.batch, "lasso: coefficients per round")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--evaluate-every", f.evaluate_every, "lasso: rounds per iteration (one trace point)")->check(CLI::PositiveNumber)
+  app.add_option("--batch", f.batch, "lasso: coefficients per round")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--evaluate-every", f.evaluate_every, "lasso: rounds per iteration (one trace point)")->check(strata::examples::positive)
       ->capture_default_str();
   app.add_option("--scheduler", f.sched.name, "lasso: round_robin|random|priority|filtered|random-filtered")
       ->check(CLI::IsMember({"round_robin", "random", "priority", "filtered", "random-filtered"}))->capture_default_str();

@@ -14,6 +14,7 @@
 /// parsing: it reads the rank and world size (flags, hostfile or the launcher's environment) and
 /// sets nodes = world size; --workers stays the worker threads per process.
 #include <CLI/CLI.hpp>
+#include "cli.hpp"
 #include <strata/runtime/cluster.hpp>
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
@@ -102,8 +103,8 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
       ->capture_default_str();
   app.add_option("--staleness", so.staleness, "s of SSP/ESSP")->capture_default_str();
   app.add_option("--value-bound", so.value_bound, value_bound_help)->capture_default_str();
-  app.add_option("--workers", so.workers, "worker threads (per node)")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--workers", so.workers, "worker threads (per node)")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
       ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
       ->capture_default_str();

@@ -12,6 +12,7 @@
 ///     CLI11_PARSE(cli.app, argc, argv);
 ///     return cli.guard([&] { ...; return 0; });   // exceptions: "strata_mf: <what>", status 1
 #include <CLI/CLI.hpp>
+#include "cli.hpp"
 #include <strata/ml/trainers/run_stats.hpp>
 #include <strata/strata.hpp>
 
@@ -83,7 +84,7 @@ struct trainer_cli {
   /// match for a checkpoint to be resumed (data, model settings; not --iterations).
   void add_checkpoint_flags() {
     strata::add_checkpoint_options(app, so.checkpoint);
-    app.get_option("--checkpoint-every")->check(CLI::PositiveNumber);
+    app.get_option("--checkpoint-every")->check(strata::examples::positive);
     app.get_option("--checkpoint-dir")->needs(app.get_option("--checkpoint-every"));
     app.get_option("--checkpoint-every")->needs(app.get_option("--checkpoint-dir"));
   }

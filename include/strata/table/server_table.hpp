@@ -142,24 +142,27 @@ class server_table final : public server_table_base {
     return e;
   }
   using held_rows = std::unordered_map<row_id, R>;
-  /// A slot for the held deltas of one clock (exact models). Slots are few (one per clock not yet
-  /// folded: staleness + 2 at most) and outlive their clocks, keeping the map's buckets.
+  /// A slot for the held deltas of one clock (exact models, and the checkpoint copy of the
+  /// others). Slots are one per clock not yet folded (a few under a staleness bound) and outlive
+  /// their clocks, keeping the map's buckets.
   struct held_clock {
     clock_type tag = 0;
     bool used = false;
     held_rows rows;
   };
-  /// The held deltas of clock `tag`: in a free slot if there are none yet.
+  /// The held deltas of clock `tag`: in a free slot if there are none yet. A flush's rows share
+  /// one tag, so the slot found last is tried first (the others are searched once per flush).
   held_rows& held(clock_type tag) {
+    if (last_held_ && last_held_->used && last_held_->tag == tag) return last_held_->rows;
     held_clock* free = nullptr;
     for (auto& c : pending_) {
-      if (c.used && c.tag == tag) return c.rows;
+      if (c.used && c.tag == tag) return (last_held_ = &c)->rows;
       if (!c.used && !free) free = &c;
     }
     if (!free) free = &pending_.emplace_back();
     free->tag = tag;
     free->used = true;
-    return free->rows;
+    return (last_held_ = free)->rows;
   }
   /// Dense rows (a value span of the table's width) that held deltas (exact models) were folded
   /// from are kept, with their hash nodes, to hold the next ones, up to 4 MiB of values: no
@@ -191,6 +194,7 @@ class server_table final : public server_table_base {
   std::vector<entry*> near_;
   std::unordered_map<row_id, entry*> far_;
   std::deque<held_clock> pending_;  // a deque: a slot held() returned stays put as slots are added
+  held_clock* last_held_ = nullptr;
   std::vector<typename held_rows::node_type> spare_;
 };
 

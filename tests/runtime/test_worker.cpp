@@ -650,3 +650,46 @@ TEST_CASE("delta_row: a zeroed row of the table's width, reused once its flush i
   CHECK(row.get(0) == 11.0f);
   for (strata::col_id c = 1; c < 8; ++c) CHECK(row.get(c) == static_cast<float>(c + 1));
 }
+
+TEST_CASE("delta_row of a sparse table: a recycled row keeps its entries' storage and none of its entries, no update lost") {
+  using srow = strata::sparse_row<std::int32_t>;
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  auto t = sys.add_table<srow>(40);
+  bool reused = false, emptied = false;
+  std::size_t capacity = 0, spare_after_ack = 0;
+  sys.run([&](strata::worker& w) -> strata::task<> {
+    auto d = w.delta_row(t);
+    REQUIRE(d.width() == 40);
+    for (strata::col_id c = 0; c < 40; c += 4) d.inc(c, static_cast<std::int32_t>(c + 1));  // 10 entries
+    const auto* first = d.entries().data();
+    co_await w.inc_row(t, 5, std::move(d));
+    co_await w.clock();
+    (void)co_await w.get(t, 5);  // its reply acknowledges the flush
+    spare_after_ack = w.spare_rows(t);
+    auto e = w.delta_row(t);
+    reused = e.entries().data() == first;
+    capacity = e.entries().capacity();
+    emptied = e.nnz() == 0 && e.width() == 40;
+    e.inc(1, 7);
+    e.inc(4, -5);  // cancels row 5's column 4
+    co_await w.inc_row(t, 5, std::move(e));
+    co_await w.clock();
+    (void)co_await w.get(t, 5);
+    // Per-column incs of a row new to the oplog: its entry is a kept node, zeroed.
+    co_await w.inc(t, 6, 3, 2);
+    co_await w.inc(t, 6, 3, 2);
+    co_await w.clock();
+  });
+  CHECK(spare_after_ack == 1);
+  CHECK(reused);
+  CHECK(capacity >= 10);
+  CHECK(emptied);
+  const auto& row = sys.row(t, 5);
+  for (strata::col_id c = 0; c < 40; ++c) {
+    const std::int32_t want = (c % 4 == 0 && c != 4 ? static_cast<std::int32_t>(c + 1) : 0) + (c == 1 ? 7 : 0);
+    CHECK(row.get(c) == want);
+  }
+  CHECK(row.nnz() == 10);
+  CHECK(sys.row(t, 6).get(3) == 4);
+  CHECK(sys.row(t, 6).nnz() == 1);
+}

@@ -20,6 +20,7 @@
 
 #include "../core/bytes.hpp"
 #include "../core/ids.hpp"
+#include "node_pool.hpp"
 #include "row.hpp"
 #include "table.hpp"
 
@@ -70,7 +71,7 @@ class client_table final : public client_table_base {
   };
 
   client_table(table_id id, std::size_t width, std::uint32_t nodes)
-      : id_(id), width_(width), nodes_(nodes), oplog_(nodes), inflight_(nodes) {}
+      : id_(id), width_(width), nodes_(nodes), oplog_(nodes), inflight_(nodes), spare_(width) {}
 
   /// Bounds the cache to `capacity` rows (0: unbounded); `turn` is the worker's turn counter
   /// (rows read in the current turn are pinned). Call before the table is used.
@@ -158,20 +159,20 @@ class client_table final : public client_table_base {
   void ack(node_id shard, std::uint64_t acked) override {
     auto& q = inflight_[shard];
     while (!q.empty() && q.front().seq <= acked) {
-      recycle(q.front().log);
+      spare_.drain(q.front().log);
       q.pop_front();
     }
   }
   /// A zeroed row of the table's width to fill with a delta and hand to `inc_row`: one of the rows
-  /// acknowledged flushes gave back when there is one (dense rows: no allocation once a run is
-  /// warm), else a new one.
+  /// acknowledged flushes gave back when there is one (a dense row's values, a sparse row's entry
+  /// capacity: no allocation once a run is warm), else a new one.
   R delta_row() {
-    if constexpr (recyclable) {
+    if constexpr (pool::enabled) {
       if (!spare_.empty()) {
-        auto node = take(spare_);
+        auto node = spare_.take();
         R d = std::move(node.mapped());
-        husks_.push_back(std::move(node));  // inc_row puts the delta back into it
-        zero(d);
+        if (husks_.size() < max_husks) husks_.push_back(std::move(node));  // inc_row puts the delta back into it
+        d.zero();
         return d;
       }
     }
@@ -225,35 +226,14 @@ class client_table final : public client_table_base {
   table_id id() const noexcept { return id_; }
 
  private:
-  using log_map = std::unordered_map<row_id, R>;
-  using log_node = typename log_map::node_type;
-  /// Dense rows (a value span of the table's width) are kept, in their hash nodes, for the oplog
-  /// and delta_row once their flush is acknowledged, up to spare_bytes of values; the emptied maps
-  /// keep their buckets for later flushes. A warm run allocates nothing per inc or per flushed row.
-  static constexpr bool recyclable = requires(R& r) { r.mutable_span(); };
-  static constexpr std::size_t spare_bytes = std::size_t{4} << 20;
-  void recycle(log_map& log) {
-    if constexpr (recyclable) {
-      const std::size_t cap = spare_bytes / std::max<std::size_t>(1, width_ * sizeof(typename R::value_type));
-      for (auto it = log.begin(); it != log.end() && spare_.size() < cap;) {
-        auto next = std::next(it);
-        if (it->second.width() == width_) spare_.push_back(log.extract(it));
-        it = next;
-      }
-    }
-    log.clear();
-  }
-  template <class T>
-  static T take(std::vector<T>& pool) {
-    if (pool.empty()) return T{};
-    T x = std::move(pool.back());
-    pool.pop_back();
-    return x;
-  }
-  static void zero(R& d) {
-    auto v = d.mutable_span();
-    std::fill(v.begin(), v.end(), typename R::value_type{});
-  }
+  /// Rows (with `zero()`: dense and sparse) are kept, in their hash nodes, for the oplog and
+  /// delta_row once their flush is acknowledged (node_pool); the emptied maps keep their buckets
+  /// for later flushes. A warm run allocates nothing per inc or per flushed row.
+  using pool = node_pool<R>;
+  using log_map = typename pool::map;
+  using log_node = typename pool::node;
+  /// Husks kept at most: a caller that drops delta rows instead of inc_row-ing them grows nothing.
+  static constexpr std::size_t max_husks = 4096;
   /// The server's row lacks this worker's increments to it still in flight or in the oplog: adds them to `into`.
   void add_unacknowledged(node_id shard, row_id row, R& into) const {
     const auto& q = inflight_[shard];
@@ -264,13 +244,10 @@ class client_table final : public client_table_base {
   /// Row r's oplog entry, a zero row when it has none yet.
   R& pending(row_id r) {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
-    if constexpr (recyclable) {
+    if constexpr (pool::enabled) {
       if (!spare_.empty()) {
         if (auto it = log.find(r); it != log.end()) return it->second;
-        auto node = take(spare_);
-        zero(node.mapped());
-        node.key() = r;
-        return log.insert(std::move(node)).position->second;
+        return log.insert(spare_.take_zeroed(r)).position->second;
       }
     }
     auto [it, fresh] = log.try_emplace(r);
@@ -281,14 +258,15 @@ class client_table final : public client_table_base {
   /// there is one), else d is added and its row kept for delta_row.
   R& take_pending(row_id r, R&& d) {
     auto& log = oplog_[owner_of(id_, r, nodes_)];
-    if constexpr (recyclable) {
+    if constexpr (pool::enabled) {
       if (!husks_.empty()) {
         auto it = log.find(r);
-        auto node = take(husks_);
+        auto node = std::move(husks_.back());
+        husks_.pop_back();
         node.mapped() = std::move(d);
         if (it != log.end()) {
           it->second.add(node.mapped());
-          if (node.mapped().width() == width_) spare_.push_back(std::move(node));
+          spare_.give(std::move(node));
           return it->second;
         }
         node.key() = r;
@@ -405,8 +383,8 @@ class client_table final : public client_table_base {
     std::size_t head_ = 0, n_ = 0;
   };
   std::vector<log_ring> inflight_;  // per shard, by seq
-  std::vector<log_node> spare_;     // nodes holding rows of the table's width (recyclable R)
-  std::vector<log_node> husks_;     // nodes whose row delta_row handed out
+  pool spare_;                    // nodes holding rows of the table's width, for later entries
+  std::vector<log_node> husks_;   // nodes whose row delta_row handed out
   // Bounded cache (capacity_ > 0): the CLOCK ring of cached rows and its hand.
   std::size_t capacity_ = 0;
   const std::uint64_t* turn_ = nullptr;

@@ -1,5 +1,6 @@
 #pragma once
 /// \file dense_row<T>: a fixed-width contiguous row on xtensor storage; travels as raw bytes.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,8 @@ class dense_row {
   std::span<const T> span() const noexcept { return {v_.data(), v_.size()}; }
   /// The values to write in place (e.g. a whole delta row at once instead of `inc` per column).
   std::span<T> mutable_span() noexcept { return {v_.data(), v_.size()}; }
+  /// Sets every value to zero, keeping the storage (a recycled delta row).
+  void zero() noexcept { std::fill(v_.data(), v_.data() + v_.size(), T{}); }
 
   void encode(byte_writer& w) const { w.put_span(span()); }
   /// Adds an encoded row of this row's width in place (no temporary row; the server's apply).

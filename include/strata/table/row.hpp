@@ -24,6 +24,8 @@ using col_id = std::uint32_t;
 /// row's width in place: the server's apply then builds no temporary row) and `void
 /// assign_encoded(byte_reader&)` (replace the values with an encoded row: a cached row is refreshed
 /// in place); both must consume exactly one encoded row and leave the row unchanged when they throw.
+/// `void zero()` (every value zero, the row's width and storage kept): rows are then recycled in
+/// their hash nodes (node_pool.hpp) for later oplog entries, delta rows and held server deltas.
 template <class R>
 concept row_type = std::default_initializable<R> && std::copyable<R> &&
     requires(R r, const R cr, col_id c, typename R::value_type v, byte_writer& w, byte_reader& rd,

@@ -10,6 +10,7 @@
 
 #include "../core/bytes.hpp"
 #include "../core/ids.hpp"
+#include "node_pool.hpp"
 #include "row.hpp"
 
 namespace strata {
@@ -41,7 +42,7 @@ class server_table_base {
 template <row_type R>
 class server_table final : public server_table_base {
  public:
-  explicit server_table(std::size_t width) : width_(width) {}
+  explicit server_table(std::size_t width) : width_(width), spare_(width) {}
 
   void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) override {
     if constexpr (requires(R& r) { r.add_encoded(in); }) {  // opt-in: add straight from the bytes
@@ -66,16 +67,16 @@ class server_table final : public server_table_base {
       for (auto& c : pending_)
         if (c.used && c.tag < below && (!h || c.tag < h->tag)) h = &c;
       if (!h) return;
-      auto& p = h->rows;
-      for (auto it = p.begin(); it != p.end();) {
-        slot(it->first).data.add(it->second);
-        changed.push_back(it->first);
-        auto next = std::next(it);
-        if constexpr (recyclable)
-          if (spare_.size() < spare_cap() && it->second.width() == width_) spare_.push_back(p.extract(it));
-        it = next;
+      auto apply_held = [&](row_id r, const R& d) {
+        slot(r).data.add(d);
+        changed.push_back(r);
+      };
+      if constexpr (recyclable) {
+        spare_.drain(h->rows, apply_held);  // the map keeps its buckets for a later clock
+      } else {
+        for (const auto& [r, d] : h->rows) apply_held(r, d);
+        h->rows.clear();
       }
-      p.clear();  // keeps its buckets for a later clock
       h->used = false;
     }
   }
@@ -105,7 +106,7 @@ class server_table final : public server_table_base {
     for (const auto& e : store_) ids.push_back(e.id);
     return ids;
   }
-  /// Rows kept for held deltas now (dense rows; for tests).
+  /// Rows kept for held deltas now (for tests).
   std::size_t spare_rows() const noexcept { return spare_.size(); }
   std::unique_ptr<server_table_base> make_empty() const override { return std::make_unique<server_table<R>>(width_); }
   /// The stored row (for reading final tables in process).
@@ -141,7 +142,7 @@ class server_table final : public server_table_base {
     }
     return e;
   }
-  using held_rows = std::unordered_map<row_id, R>;
+  using held_rows = typename node_pool<R>::map;
   /// A slot for the held deltas of one clock (exact models, and the checkpoint copy of the
   /// others). Slots are one per clock not yet folded (a few under a staleness bound) and outlive
   /// their clocks, keeping the map's buckets.
@@ -164,23 +165,15 @@ class server_table final : public server_table_base {
     free->used = true;
     return (last_held_ = free)->rows;
   }
-  /// Dense rows (a value span of the table's width) that held deltas (exact models) were folded
-  /// from are kept, with their hash nodes, to hold the next ones, up to 4 MiB of values: no
-  /// allocation per held row once a run is warm.
-  static constexpr bool recyclable = requires(R& r, byte_reader& in) {
-    r.mutable_span();
-    r.assign_encoded(in);
-  };
-  std::size_t spare_cap() const noexcept {
-    return (std::size_t{4} << 20) / std::max<std::size_t>(1, width_ * sizeof(typename R::value_type));
-  }
+  /// Rows that held deltas (exact models) were folded from are kept, with their hash nodes, to
+  /// hold the next ones (node_pool): no allocation per held row once a run is warm.
+  static constexpr bool recyclable = node_pool<R>::enabled && requires(R& r, byte_reader& in) { r.assign_encoded(in); };
   /// Holds row `row`'s delta decoded from `in` in `p`: in a kept node when there is one. Decoded
   /// first: a short payload throws and leaves no entry behind.
   void hold(held_rows& p, row_id row, byte_reader& in) {
     if constexpr (recyclable) {
       if (!spare_.empty()) {
-        auto node = std::move(spare_.back());
-        spare_.pop_back();
+        auto node = spare_.take();
         node.mapped().assign_encoded(in);
         node.key() = row;
         p.insert(std::move(node));
@@ -195,7 +188,7 @@ class server_table final : public server_table_base {
   std::unordered_map<row_id, entry*> far_;
   std::deque<held_clock> pending_;  // a deque: a slot held() returned stays put as slots are added
   held_clock* last_held_ = nullptr;
-  std::vector<typename held_rows::node_type> spare_;
+  node_pool<R> spare_;
 };
 
 }  // namespace strata

@@ -52,6 +52,8 @@ class sparse_row {
   }
   /// Makes room for n entries (e.g. before inc-ing a delta's columns in increasing order).
   void reserve(std::size_t n) { e_.reserve(n); }
+  /// Removes every entry, keeping the entries' capacity (a recycled delta row).
+  void zero() noexcept { e_.clear(); }
   T get(col_id c) const {
     check_column(c, width_);
     auto it = std::lower_bound(e_.begin(), e_.end(), c, [](const entry& a, col_id k) { return a.first < k; });

@@ -321,8 +321,8 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       tdelta[k] += dlt;
     };
     auto send_word = [&](std::uint32_t word) -> task<> {
-      sparse_row<std::int32_t> delta(K);
-      delta.reserve(touched.size());  // one allocation (the row moves into the oplog)
+      auto delta = w.delta_row(WT);  // a recycled row: its entries fit without allocating once warm
+      delta.reserve(touched.size());
       for (auto k : touched) {
         if (wdelta[k] != 0) delta.inc(k, wdelta[k]);
         wdelta[k] = 0;
@@ -331,7 +331,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       if (delta.nnz() > 0) co_await w.inc_row(WT, word, std::move(delta));
     };
     auto send_totals = [&]() -> task<> {
-      dense_row<std::int32_t> d(K);
+      auto d = w.delta_row(NT);
       bool any = false;
       for (std::uint32_t k = 0; k < K; ++k)
         if (tdelta[k] != 0) d.inc(k, tdelta[k]), any = true, tdelta[k] = 0;
@@ -456,7 +456,7 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
         std::uint32_t nnz = 0;
         for (std::uint32_t k = 0; k < K; ++k) nnz += a[k] != 0;
         if (nnz == 0) continue;
-        sparse_row<std::int32_t> delta(K);
+        auto delta = w.delta_row(WT);
         delta.reserve(nnz);
         for (std::uint32_t k = 0; k < K; ++k)
           if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;

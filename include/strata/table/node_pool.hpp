@@ -14,9 +14,10 @@ namespace strata {
 
 /// Rows of a map `std::unordered_map<row_id, R>` that a table no longer needs, kept with their
 /// hash nodes (and the row's storage: a dense row's values, a sparse row's entry capacity) for
-/// the next entry of the same table. Only rows of the table's width are kept, up to about
-/// `budget_bytes` (counted as width x sizeof(value_type) a row, a sparse row's upper bound per
-/// value), so an idle table holds bounded memory.
+/// the next entry of the same table. Only rows of the table's width are kept, as many as
+/// `budget_bytes` of values allows with each row counted at its width x sizeof(value_type) (a
+/// sparse row holds at most that many values, plus a column id each), so an idle table holds
+/// bounded memory.
 ///
 /// A row type opts in with `void zero()`: every value zero, storage kept (see row.hpp). For
 /// other row types `enabled` is false and the pool keeps nothing.

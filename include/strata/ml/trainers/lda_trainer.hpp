@@ -331,11 +331,11 @@ lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trai
       if (delta.nnz() > 0) co_await w.inc_row(WT, word, std::move(delta));
     };
     auto send_totals = [&]() -> task<> {
-      auto d = w.delta_row(NT);
-      bool any = false;
+      if (std::all_of(tdelta.begin(), tdelta.end(), [](std::int32_t x) { return x == 0; })) co_return;
+      auto d = w.delta_row(NT);  // taken only when it is sent: a dropped row would leave the pool
       for (std::uint32_t k = 0; k < K; ++k)
-        if (tdelta[k] != 0) d.inc(k, tdelta[k]), any = true, tdelta[k] = 0;
-      if (any) co_await w.inc_row(NT, 0, std::move(d));
+        if (tdelta[k] != 0) d.inc(k, tdelta[k]), tdelta[k] = 0;
+      co_await w.inc_row(NT, 0, std::move(d));
     };
 
     // Clock 0: send the initial topics (drawn before the run). A resumed run's tables hold them.

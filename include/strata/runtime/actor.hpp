@@ -2,6 +2,7 @@
 /// \file What every coroutine-running party of a run (a worker, the coordinator) shares: its
 /// address, suspending and waking its coroutines on its own thread, and typed app messages
 /// (`send(to, msg)`, `co_await receive<T>()`) over the run's transport.
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <cstdint>
@@ -102,7 +103,15 @@ class actor {
 
   struct [[nodiscard]] yield_awaiter {
     actor& a;
-    bool await_ready() const noexcept { return !a.reschedule_; }
+    bool only_if_queued = false;
+    bool await_ready() const noexcept {
+      if (!a.reschedule_) return true;
+      if (only_if_queued && a.queued_ && a.queued_->load(std::memory_order_relaxed) == 0) {
+        ++a.turn_;  // nothing to take in: the turn ends here all the same
+        return true;
+      }
+      return false;
+    }
     void await_suspend(std::coroutine_handle<> h) const {
       ++a.turn_;
       a.reschedule_(h);
@@ -111,8 +120,25 @@ class actor {
   };
   /// Lets this party's thread take in messages that arrived meanwhile, then resumes.
   yield_awaiter yield() { return {*this}; }
-  /// How the runtime resumes a coroutine later on this party's thread (after queued messages).
-  void set_reschedule(std::function<void(std::coroutine_handle<>)> f) { reschedule_ = std::move(f); }
+  /// How the runtime resumes a coroutine later on this party's thread (after queued messages), and
+  /// (optional) how many messages and resumptions wait in that thread's queue now.
+  void set_reschedule(std::function<void(std::coroutine_handle<>)> f, const std::atomic<std::uint32_t>* queued = nullptr) {
+    reschedule_ = std::move(f);
+    queued_ = queued;
+  }
+
+  /// Runtime side: the messages handed to `on_message` until `end_inline()` arrive in the middle of
+  /// one of this party's turns (a reply to its own call of a shard in the same process, handled on
+  /// its thread): they are taken in at once, but no coroutine is resumed from inside that turn.
+  void begin_inline() noexcept { inline_ = true; }
+  /// Ends it; true when a coroutine may be waiting for what arrived (the runtime then schedules a
+  /// `wake_now()` on the party's thread).
+  bool end_inline() noexcept {
+    inline_ = false;
+    return std::exchange(wake_owed_, false) && (!waiters_.empty() || wake_has_work());
+  }
+  /// Resumes every parked coroutine whose condition holds (see `end_inline`).
+  void wake_now() { wake(); }
 
   /// Seconds this party's coroutines spent suspended waiting (reads, value bounds, receives, collectives).
   double wait_seconds() const noexcept { return wait_s_; }
@@ -124,13 +150,23 @@ class actor {
   /// Parks coroutine `h` until `ready()` holds; checked at every `wake`.
   void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
     ++turn_;
+    // What a coroutine waits for may have arrived inline (end_inline) after its awaiter last
+    // looked and before it parked: then it is resumed on the next turn instead of waiting for a
+    // wake that nothing would send.
+    if (reschedule_ && ready()) return reschedule_(h);
     waiters_.push_back({h, std::move(ready), clock_now()});
   }
   /// Counts the times a coroutine of this party gave its thread back (suspended or yielded): what
   /// happens between two counts is one turn, which no other coroutine interleaves with.
   const std::uint64_t* turn_counter() const noexcept { return &turn_; }
+  /// Ends the current turn without giving the thread back (a read answered inline).
+  void end_turn() noexcept { ++turn_; }
   /// Resumes every parked coroutine whose condition now holds, then calls `after_wake`.
   void wake() {
+    if (inline_) {
+      wake_owed_ = true;
+      return;
+    }
     for (bool again = true; again;) {
       again = false;
       for (std::size_t i = 0; i < waiters_.size(); ++i) {
@@ -146,6 +182,8 @@ class actor {
     after_wake();
   }
   virtual void after_wake() {}
+  /// Whether `after_wake` has something to do even when no coroutine waits.
+  virtual bool wake_has_work() const noexcept { return false; }
 
   /// Queues an app message for `receive` and wakes waiting coroutines.
   void deliver_app(endpoint from, wire::app&& a) {
@@ -183,6 +221,8 @@ class actor {
   send_fn send_;
   std::size_t max_message_;
   std::function<void(std::coroutine_handle<>)> reschedule_;
+  const std::atomic<std::uint32_t>* queued_ = nullptr;  // the party's thread's queue length (set_reschedule)
+  bool inline_ = false, wake_owed_ = false;             // begin_inline .. end_inline
   std::vector<waiter> waiters_;
   std::unordered_map<std::uint64_t, std::deque<std::pair<endpoint, std::vector<std::byte>>>> inbox_;
   double wait_s_ = 0;

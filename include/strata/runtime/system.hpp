@@ -241,19 +241,67 @@ class basic_system {
     asm volatile("yield");
 #endif
   }
-  /// Handles one message on shard `s`, on whatever thread calls it.
-  void on_shard(server_slot& s, endpoint src, wire::message&& m) {
+  /// Handles one message on shard `s`, on whatever thread calls it. In a local call (a party's
+  /// thread sending to a shard of its process), the shard's messages to that same party are handed
+  /// to it once the lock is released, without a trip through its queue (see bind_party).
+  void on_shard(server_slot& s, endpoint src, wire::message&& m, bool local_call = false) {
     const bool start_msg = std::holds_alternative<wire::run_start>(m);
     bool finished = false;
     {
       std::unique_lock lk(s.mu, std::defer_lock);
       lock_briefly_yielding(lk);
       const bool outer = std::exchange(may_call_shard(), false);
+      if (local_call) inline_target() = this_party().slot;
       guarded([&] { s.shard->on_message(src, std::move(m)); });
+      inline_target() = nullptr;
       finished = s.shard->min_clock() == server_shard::finished;
       may_call_shard() = outer;
     }
+    if (local_call && !inline_stash().empty()) this_party().drain(*this, this_party().slot);
     if (start_msg || finished) progress();
+  }
+
+  /// The party (worker or coordinator) whose thread this is, and how to hand it the messages
+  /// that a local shard call addressed to it (inline_stash).
+  struct party_ref {
+    void* slot = nullptr;
+    void (*drain)(basic_system&, void*) = nullptr;
+  };
+  static party_ref& this_party() {
+    thread_local party_ref p;
+    return p;
+  }
+  /// During a local shard call: the calling party's slot, whose messages from the shard are stashed.
+  static void*& inline_target() {
+    thread_local void* p = nullptr;
+    return p;
+  }
+  struct stashed {
+    endpoint src;
+    wire::message m;
+  };
+  static std::vector<stashed>& inline_stash() {
+    thread_local std::vector<stashed> v;
+    return v;
+  }
+  /// Hands the stashed messages to the party of `slot` on its own thread, in the middle of its turn:
+  /// it takes them in at once (a reply's row is in its cache when its `get` looks again, an
+  /// acknowledgement counted before `clock` returns) and resumes none of its coroutines there;
+  /// one that may wait for them gets a wake on its queue instead.
+  template <class P>
+  static void drain_stash(basic_system& sys, void* slot) {
+    auto& ps = *static_cast<party_slot<P>*>(slot);
+    auto& st = inline_stash();
+    ps.p->begin_inline();
+    for (auto& x : st) sys.guarded([&] { ps.p->on_message(x.src, std::move(x.m)); });
+    st.clear();
+    if (ps.p->end_inline()) {
+      ps.queued.fetch_add(1, std::memory_order_relaxed);
+      asio::post(ps.ctx, [&sys, &ps] {
+        ps.queued.fetch_sub(1, std::memory_order_relaxed);
+        sys.guarded([&] { ps.p->wake_now(); });
+      });
+    }
   }
   /// Runs `f` on shard `s`'s thread under its lock.
   template <class F>
@@ -269,6 +317,10 @@ class basic_system {
     asio::io_context ctx{1};  // run by one thread (concurrency hint 1): posts from that thread skip the queue lock
     std::unique_ptr<P> p;
     std::unique_ptr<task<>> program;
+    /// Messages and resumptions posted to ctx and not yet run. A shard's message to this party is
+    /// handed over inline only when this is 0, so that it cannot overtake an earlier one from the
+    /// same shard (those are posted under that shard's lock, which the inline sender holds).
+    std::atomic<std::uint32_t> queued{0};
     bool finished = false;  // touched on the party's thread only
     std::thread thread;
     bool done() const { return program && program->done() && finished; }
@@ -286,9 +338,23 @@ class basic_system {
   /// delivered there.
   template <class P>
   void bind_party(party_slot<P>& slot, endpoint at) {
-    slot.p->set_reschedule([c = &slot.ctx](std::coroutine_handle<> h) { asio::post(*c, [h] { h.resume(); }); });
+    slot.p->set_reschedule(
+        [c = &slot.ctx, q = &slot.queued](std::coroutine_handle<> h) {
+          q->fetch_add(1, std::memory_order_relaxed);
+          asio::post(*c, [h, q] {
+            q->fetch_sub(1, std::memory_order_relaxed);
+            h.resume();
+          });
+        },
+        &slot.queued);
     transport_.bind(at, [this, ps = &slot](endpoint src, wire::message&& m) {
+      if (inline_target() == ps && ps->queued.load(std::memory_order_relaxed) == 0) {
+        inline_stash().push_back({src, std::move(m)});  // a reply to ps's own local shard call
+        return;
+      }
+      ps->queued.fetch_add(1, std::memory_order_relaxed);
       asio::post(ps->ctx, [this, ps, src, m = std::move(m)]() mutable {
+        ps->queued.fetch_sub(1, std::memory_order_relaxed);
         guarded([&] { ps->p->on_message(src, std::move(m)); });
       });
     });
@@ -362,7 +428,7 @@ class basic_system {
       for (auto& f : server_factories_) tabs.push_back(f());
       s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
       transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
-        if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m));
+        if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m), true);
         asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
           if (cfg_.huge_page_heap) advise_heap_once();
           on_shard(*s, src, std::move(m));
@@ -401,12 +467,17 @@ class basic_system {
     const std::vector<int> cpus = cfg_.pin_workers ? this_thread_cpus() : std::vector<int>{};
     for (auto& w : workers_) {
       const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
-      w->thread = std::thread([c = &w->ctx, huge, spin, cpu] {
+      w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, cpu] {
+        this_party() = {slot, &drain_stash<worker>};
         if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
         run_ctx(*c, huge, true, spin);
       });
     }
-    if (coord_) coord_->thread = std::thread([c = &coord_->ctx, spin] { run_ctx(*c, false, true, spin); });
+    if (coord_)
+      coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin] {
+        this_party() = {slot, &drain_stash<coordinator>};
+        run_ctx(*c, false, true, spin);
+      });
   }
 
   ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }

@@ -40,7 +40,7 @@ struct worker_stats {
   int_histogram writer_staleness;
   double wait_s = 0;              ///< time spent suspended in get / inc / finish
   std::uint64_t reads = 0;        ///< get() calls
-  std::uint64_t waited_reads = 0; ///< get() calls that suspended
+  std::uint64_t waited_reads = 0; ///< get() calls that asked their shard (suspended, or answered at once by a shard in this process)
   std::uint64_t flushes = 0;      ///< flush messages sent
   double max_unacked_mass = 0;    ///< largest un-propagated update mass seen after an inc
   /// Rows evicted from the worker's bounded cache (system_config::cache_rows), every table; not
@@ -188,7 +188,15 @@ class worker : public actor {
     get_awaiter(worker& w, client_table<R>& t, row_id r, bool counted = true) : w_(w), t_(t), r_(r), counted_(counted) {}
     bool await_ready() {
       if (counted_) w_.stats_.reads++;
-      return prepare();
+      const bool ok = prepare();
+      if (inline_) {
+        // Answered at once by a shard in this process: a miss all the same. It counts as a waited
+        // read and ends the turn, as the suspension it saved would have (a bounded cache may evict
+        // the rows of earlier reads again, so a loop of misses stays within the bound).
+        if (counted_) w_.stats_.waited_reads++;
+        w_.end_turn();
+      }
+      return ok;
     }
     /// Looks the row up and sends its request if it is not fresh enough; true when it is.
     bool prepare() {
@@ -248,6 +256,12 @@ class worker : public actor {
       if (!e_->requested && !(w_.mp_.pushes_every_advance() && e_->valid)) {
         e_->requested = true;
         w_.request(owner_of(t_.id(), r_, w_.wm_.nodes), t_.id(), r_, need_);
+        // A shard in this process may have answered inline. Then the row stays pinned for the
+        // rest of the turn, as its request would have pinned it until a queued reply came in: a
+        // prefetch of more rows than a bounded cache holds keeps them all for the reads after it.
+        inline_ = fresh();
+        if (inline_) t_.hold(*e_);
+        return inline_;
       }
       return false;
     }
@@ -256,6 +270,7 @@ class worker : public actor {
     row_id r_;
     bool counted_;
     bool suspended_ = false;
+    bool inline_ = false;  // the request was answered inline (see basic_system::bind_party)
     clock_type need_ = 0;
     typename client_table<R>::entry* e_ = nullptr;
   };
@@ -321,7 +336,9 @@ class worker : public actor {
     bool await_ready() {
       if (applied_) return true;
       w_.flush(false);  // send what is pending now, then wait for acknowledgements
-      return false;
+      if (!w_.fits(mass_)) return false;
+      apply();  // a shard in this process acknowledged inline
+      return true;
     }
     void await_suspend(std::coroutine_handle<> h) {
       suspended_ = true;
@@ -397,12 +414,12 @@ class worker : public actor {
 
   /// Ends this worker's iteration: sends one message per server shard with the aggregated
   /// increments and the new clock. It does not wait for other workers (reads enforce the
-  /// staleness bound); it only yields to the worker's thread, so that rows pushed or replied in
-  /// the meantime are taken in before the next iteration.
+  /// staleness bound); it only yields to the worker's thread when messages wait there, so that
+  /// rows pushed or replied in the meantime are taken in before the next iteration.
   yield_awaiter clock() {
     if (ckpt_every_ > 0 && (clock_ + 1) % ckpt_every_ == 0) write_checkpoint(clock_ + 1);
     flush(true);
-    return yield();
+    return yield_awaiter{*this, true};
   }
 
   // ---- checkpoints -------------------------------------------------------------------------
@@ -791,6 +808,7 @@ class worker : public actor {
   };
   until_awaiter until(std::function<bool()> ready) { return {*this, std::move(ready)}; }
 
+  bool wake_has_work() const noexcept override { return finish_done_ != nullptr || inc_waiters_ > 0; }
   void after_wake() override {
     // A coroutine still waits in inc: what others added meanwhile must be on its way, or no
     // acknowledgement would ever wake it.

@@ -148,7 +148,7 @@ class actor {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
   /// Parks coroutine `h` until `ready()` holds; checked at every `wake`.
-  void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
+  [[gnu::noinline]] void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
     ++turn_;
     // What a coroutine waits for may have arrived inline (end_inline) after its awaiter last
     // looked and before it parked: then it is resumed on the next turn instead of waiting for a

@@ -188,15 +188,9 @@ class worker : public actor {
     get_awaiter(worker& w, client_table<R>& t, row_id r, bool counted = true) : w_(w), t_(t), r_(r), counted_(counted) {}
     bool await_ready() {
       if (counted_) w_.stats_.reads++;
-      const bool ok = prepare();
-      if (inline_) {
-        // Answered at once by a shard in this process: a miss all the same. It counts as a waited
-        // read and ends the turn, as the suspension it saved would have (a bounded cache may evict
-        // the rows of earlier reads again, so a loop of misses stays within the bound).
-        if (counted_) w_.stats_.waited_reads++;
-        w_.end_turn();
-      }
-      return ok;
+      e_ = &t_.slot(r_);
+      need_ = needed();
+      return fresh() || missed();
     }
     /// Looks the row up and sends its request if it is not fresh enough; true when it is.
     bool prepare() {
@@ -237,6 +231,17 @@ class worker : public actor {
     }
 
    private:
+    /// A read the cache cannot serve: asks the row's shard, and returns true when a shard in this
+    /// process answered inline. Such a read is a miss all the same: it counts as a waited read and
+    /// ends the turn, as the suspension it saved would have (a bounded cache may evict the rows of
+    /// earlier reads again, so a loop of misses stays within the bound). Out of line: the hit path
+    /// stays small.
+    [[gnu::noinline]] bool missed() {
+      if (!ready()) return false;
+      if (counted_) w_.stats_.waited_reads++;
+      w_.end_turn();
+      return true;
+    }
     clock_type reflects() const noexcept {
       clock_type t = e_->reflects;
       if (w_.mp_.push == push_mode::on_min_clock)
@@ -259,9 +264,9 @@ class worker : public actor {
         // A shard in this process may have answered inline. Then the row stays pinned for the
         // rest of the turn, as its request would have pinned it until a queued reply came in: a
         // prefetch of more rows than a bounded cache holds keeps them all for the reads after it.
-        inline_ = fresh();
-        if (inline_) t_.hold(*e_);
-        return inline_;
+        if (!fresh()) return false;
+        t_.hold(*e_);
+        return true;
       }
       return false;
     }
@@ -270,7 +275,6 @@ class worker : public actor {
     row_id r_;
     bool counted_;
     bool suspended_ = false;
-    bool inline_ = false;  // the request was answered inline (see basic_system::bind_party)
     clock_type need_ = 0;
     typename client_table<R>::entry* e_ = nullptr;
   };
@@ -333,13 +337,7 @@ class worker : public actor {
     ~inc_awaiter() {
       if (!applied_ && !suspended_) apply();  // never awaited (a coroutine destroyed mid-wait is torn down)
     }
-    bool await_ready() {
-      if (applied_) return true;
-      w_.flush(false);  // send what is pending now, then wait for acknowledgements
-      if (!w_.fits(mass_)) return false;
-      apply();  // a shard in this process acknowledged inline
-      return true;
-    }
+    bool await_ready() { return applied_ || flush_then_fits(); }
     void await_suspend(std::coroutine_handle<> h) {
       suspended_ = true;
       ++w_.inc_waiters_;
@@ -355,6 +353,14 @@ class worker : public actor {
     }
 
    private:
+    /// Under a value bound, an increment that did not fit: sends what is pending now; true when
+    /// it fits after all (a shard in this process acknowledged inline), and then applies it.
+    [[gnu::noinline]] bool flush_then_fits() {
+      w_.flush(false);
+      if (!w_.fits(mass_)) return false;  // wait for acknowledgements
+      apply();
+      return true;
+    }
     void apply() {
       applied_ = true;
       apply_();

@@ -174,6 +174,19 @@ TEST_CASE("bounded cache: pinned rows stay (increments, requests, references of 
       w.prefetch(t, 401);  // a new turn: rows 300..303 are evictable again
       CHECK(w.cached_rows(t) == 4);
       co_await w.clock();
+      // Clock 4: a batched prefetch of 20 rows, then one more row admitted in the same turn. The
+      // replies may come back inline (both shards are in this process) before the admission; the
+      // 20 rows stay all the same, for the reads of this turn.
+      std::vector<strata::row_id> batch;
+      for (strata::row_id r = 500; r < 520; ++r) batch.push_back(r);
+      w.prefetch(t, batch);
+      w.prefetch(t, 600);
+      CHECK(w.cached_rows(t) == 21);
+      for (auto r : batch) CHECK(w.is_cached(t, r));
+      co_await w.yield();
+      w.prefetch(t, 601);  // a new turn: back down to the capacity
+      CHECK(w.cached_rows(t) == 4);
+      co_await w.clock();
     });
     const auto st = sys.total_stats();
     CHECK(st.evictions > 0);

@@ -182,6 +182,8 @@ class actor {
     after_wake();
   }
   virtual void after_wake() {}
+  /// True between begin_inline and end_inline: the message being handled arrived mid-turn.
+  bool taking_inline() const noexcept { return inline_; }
   /// Whether `after_wake` has something to do even when no coroutine waits.
   virtual bool wake_has_work() const noexcept { return false; }
 

@@ -261,12 +261,9 @@ class worker : public actor {
       if (!e_->requested && !(w_.mp_.pushes_every_advance() && e_->valid)) {
         e_->requested = true;
         w_.request(owner_of(t_.id(), r_, w_.wm_.nodes), t_.id(), r_, need_);
-        // A shard in this process may have answered inline. Then the row stays pinned for the
-        // rest of the turn, as its request would have pinned it until a queued reply came in: a
-        // prefetch of more rows than a bounded cache holds keeps them all for the reads after it.
-        if (!fresh()) return false;
-        t_.hold(*e_);
-        return true;
+        // A shard in this process may have answered inline (the row is then held for the rest of
+        // the turn: client_table::on_row).
+        return fresh();
       }
       return false;
     }
@@ -569,7 +566,7 @@ class worker : public actor {
       const auto t = in.get<table_id>();
       const auto r = in.get<row_id>();
       if (t >= tables_.size()) throw error(errc::bad_frame, "rows name unknown table");
-      tables_[t]->on_row(s, r, in, rows->reflects, rows->push, view);
+      tables_[t]->on_row(s, r, in, rows->reflects, rows->push, view, taking_inline());
     }
     if (rows->push) {
       push_reflects_[s] = std::max(push_reflects_[s], rows->reflects);

@@ -40,8 +40,11 @@ class client_table_base {
   /// Forgets everything: cache, oplog, in-flight increments (between runs).
   virtual void reset() = 0;
   /// Takes a row from `shard` that holds the worker's flushes through the last ack. `view` names the
-  /// per-writer clocks that came with it (the worker's numbering; 0: none).
-  virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) = 0;
+  /// per-writer clocks that came with it (the worker's numbering; 0: none). `hold`: the row came in
+  /// the middle of the worker's turn (a reply taken in inline), and stays pinned until the turn ends,
+  /// as its request pinned it until then when replies waited in the worker's queue.
+  virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view,
+                      bool hold = false) = 0;
   /// Calls `f` on the view number of every cached row (the worker renumbers them, see
   /// worker::compact_views).
   virtual void for_each_view(const std::function<void(std::uint32_t&)>& f) = 0;
@@ -197,14 +200,15 @@ class client_table final : public client_table_base {
     evictions_ = dropped_ = 0;
     ++unpins_;
   }
-  void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view) override {
+  void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view,
+              bool hold_row = false) override {
     auto at = cache_.find(row);
     if constexpr (requires(R& r) { r.assign_encoded(in); }) {  // opt-in: refresh a cached row in place
       if (at != cache_.end() && at->second.data.width() == width_) {
         entry& e = at->second;
         e.data.assign_encoded(in);
         add_unacknowledged(shard, row, e.data);
-        return stored(e, reflects, push, view);
+        return stored(e, reflects, push, view, hold_row);
       }
     }
     R d = R::decode(in, width_);
@@ -217,7 +221,7 @@ class client_table final : public client_table_base {
     add_unacknowledged(shard, row, d);
     auto& e = at != cache_.end() ? at->second : cache_[row];
     e.data = std::move(d);
-    stored(e, reflects, push, view);
+    stored(e, reflects, push, view, hold_row);
   }
   void for_each_view(const std::function<void(std::uint32_t&)>& f) override {
     for (auto& [r, e] : cache_) f(e.view);
@@ -278,10 +282,11 @@ class client_table final : public client_table_base {
     return it->second;
   }
   /// Marks entry e's new data (a reply or a push reflecting clock `reflects`) as the cached row.
-  void stored(entry& e, clock_type reflects, bool push, std::uint32_t view) {
+  void stored(entry& e, clock_type reflects, bool push, std::uint32_t view, bool hold_row) {
     e.reflects = reflects;
     e.view = view;
     e.valid = true;
+    if (hold_row) hold(e);
     if (!push && e.requested) e.requested = false, ++unpins_;
   }
   /// The oplog entry of a cached row, remembered in the entry until the next flush (saves a lookup).

@@ -295,13 +295,7 @@ class basic_system {
     ps.p->begin_inline();
     for (auto& x : st) sys.guarded([&] { ps.p->on_message(x.src, std::move(x.m)); });
     st.clear();
-    if (ps.p->end_inline()) {
-      ps.queued.fetch_add(1, std::memory_order_relaxed);
-      asio::post(ps.ctx, [&sys, &ps] {
-        ps.queued.fetch_sub(1, std::memory_order_relaxed);
-        sys.guarded([&] { ps.p->wake_now(); });
-      });
-    }
+    if (ps.p->end_inline()) post_counted(ps, [&sys, &ps] { sys.guarded([&] { ps.p->wake_now(); }); });
   }
   /// Runs `f` on shard `s`'s thread under its lock.
   template <class F>
@@ -334,29 +328,28 @@ class basic_system {
   using worker_slot = party_slot<worker>;
   using coordinator_slot = party_slot<coordinator>;
 
+  /// Posts `f` to party `ps`'s thread, counted in `ps.queued` until it runs (every post of a
+  /// message, resumption or wake to a party goes through here, or a message could be taken in
+  /// inline ahead of one still queued).
+  template <class P, class F>
+  static void post_counted(party_slot<P>& ps, F&& f) {
+    ps.queued.fetch_add(1, std::memory_order_relaxed);
+    asio::post(ps.ctx, [q = &ps.queued, f = std::forward<F>(f)]() mutable {
+      q->fetch_sub(1, std::memory_order_relaxed);
+      f();
+    });
+  }
   /// Makes `slot` reachable at `at`: its coroutines resume on its thread, its messages are
   /// delivered there.
   template <class P>
   void bind_party(party_slot<P>& slot, endpoint at) {
-    slot.p->set_reschedule(
-        [c = &slot.ctx, q = &slot.queued](std::coroutine_handle<> h) {
-          q->fetch_add(1, std::memory_order_relaxed);
-          asio::post(*c, [h, q] {
-            q->fetch_sub(1, std::memory_order_relaxed);
-            h.resume();
-          });
-        },
-        &slot.queued);
+    slot.p->set_reschedule([ps = &slot](std::coroutine_handle<> h) { post_counted(*ps, [h] { h.resume(); }); }, &slot.queued);
     transport_.bind(at, [this, ps = &slot](endpoint src, wire::message&& m) {
       if (inline_target() == ps && ps->queued.load(std::memory_order_relaxed) == 0) {
         inline_stash().push_back({src, std::move(m)});  // a reply to ps's own local shard call
         return;
       }
-      ps->queued.fetch_add(1, std::memory_order_relaxed);
-      asio::post(ps->ctx, [this, ps, src, m = std::move(m)]() mutable {
-        ps->queued.fetch_sub(1, std::memory_order_relaxed);
-        guarded([&] { ps->p->on_message(src, std::move(m)); });
-      });
+      post_counted(*ps, [this, ps, src, m = std::move(m)]() mutable { guarded([&] { ps->p->on_message(src, std::move(m)); }); });
     });
   }
 

@@ -188,14 +188,12 @@ class worker : public actor {
     get_awaiter(worker& w, client_table<R>& t, row_id r, bool counted = true) : w_(w), t_(t), r_(r), counted_(counted) {}
     bool await_ready() {
       if (counted_) w_.stats_.reads++;
-      e_ = &t_.slot(r_);
-      need_ = needed();
+      look_up();
       return fresh() || missed();
     }
     /// Looks the row up and sends its request if it is not fresh enough; true when it is.
     bool prepare() {
-      e_ = &t_.slot(r_);
-      need_ = needed();
+      look_up();
       return ready();
     }
     void await_suspend(std::coroutine_handle<> h) {
@@ -231,6 +229,10 @@ class worker : public actor {
     }
 
    private:
+    void look_up() {
+      e_ = &t_.slot(r_);
+      need_ = needed();
+    }
     /// A read the cache cannot serve: asks the row's shard, and returns true when a shard in this
     /// process answered inline. Such a read is a miss all the same: it counts as a waited read and
     /// ends the turn, as the suspension it saved would have (a bounded cache may evict the rows of

@@ -127,7 +127,7 @@ TEST_CASE("client_table inc_row: a moved delta starts a row's oplog entry, later
     row_of({10, 20, 30, 40}).encode(w);
   }
   strata::byte_reader in(bytes);
-  t.on_row(0, 3, in, 0, false, 0);  // row 3 cached (server value), row 7 not
+  t.on_row(0, 3, in, 0, false, 0, false);  // row 3 cached (server value), row 7 not
   t.inc_row(3, row_of({1, 2, 3, 4}));  // moved: the oplog entry is this row
   const auto lvalue = row_of({0.5f, 0.5f, 0.5f, 0.5f});
   t.inc_row(3, lvalue);              // copied in, added

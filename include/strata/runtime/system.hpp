@@ -287,7 +287,9 @@ class basic_system {
   /// Hands the stashed messages to the party of `slot` on its own thread, in the middle of its turn:
   /// it takes them in at once (a reply's row is in its cache when its `get` looks again, an
   /// acknowledgement counted before `clock` returns) and resumes none of its coroutines there;
-  /// one that may wait for them gets a wake on its queue instead.
+  /// one that may wait for them gets a wake on its queue instead. `on_message` must send nothing
+  /// here (it does not: wakes are deferred, so no coroutine runs): a local shard call from inside
+  /// the loop would add to the stash being drained.
   template <class P>
   static void drain_stash(basic_system& sys, void* slot) {
     auto& ps = *static_cast<party_slot<P>*>(slot);

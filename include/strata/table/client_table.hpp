@@ -44,7 +44,7 @@ class client_table_base {
   /// the middle of the worker's turn (a reply taken in inline), and stays pinned until the turn ends,
   /// as its request pinned it until then when replies waited in the worker's queue.
   virtual void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view,
-                      bool hold = false) = 0;
+                      bool hold) = 0;
   /// Calls `f` on the view number of every cached row (the worker renumbers them, see
   /// worker::compact_views).
   virtual void for_each_view(const std::function<void(std::uint32_t&)>& f) = 0;
@@ -201,7 +201,7 @@ class client_table final : public client_table_base {
     ++unpins_;
   }
   void on_row(node_id shard, row_id row, byte_reader& in, clock_type reflects, bool push, std::uint32_t view,
-              bool hold_row = false) override {
+              bool hold_row) override {
     auto at = cache_.find(row);
     if constexpr (requires(R& r) { r.assign_encoded(in); }) {  // opt-in: refresh a cached row in place
       if (at != cache_.end() && at->second.data.width() == width_) {

@@ -284,16 +284,23 @@ TEST_CASE("sparse rows: increments that cancel leave no entry, batch inc_row") {
   CHECK(r.get(300 + 5) == 1);
 }
 
-TEST_CASE("several coroutines per worker thread share its cache and clock, nothing lost") {
-  strata::system<strata::ssp<1>> sys({.nodes = 2, .workers_per_node = 2});
-  auto t = sys.add_table<counts>(4);
-  std::atomic<int> bad{0};
+namespace {
+/// Three spawned coroutines per worker read and add to their own row 50 times each while the
+/// program clocks 5 times: read-my-writes across the coroutines of one worker, nothing lost, the
+/// model's staleness and value bounds, with or without random message delays.
+template <class Model, class Transport = strata::inproc>
+void check_spawned(typename Transport::config tc = {}) {
+  strata::system<Model, Transport> sys({.nodes = 2, .workers_per_node = 2}, std::move(tc));
+  auto t = sys.template add_table<counts>(4);
+  const auto mp = sys.model();
+  std::atomic<int> bad{0}, over_bound{0};
   sys.run([&](strata::worker& w) -> strata::task<> {
     auto helper = [&](strata::worker& wk, int k) -> strata::task<> {
       for (int i = 0; i < 50; ++i) {
         const counts& r = co_await wk.get(t, static_cast<strata::row_id>(k));
         if (r.get(wk.id()) < i) bad++;  // read-my-writes across coroutines of one worker
         co_await wk.inc(t, static_cast<strata::row_id>(k), wk.id(), 1L);
+        if (wk.unacked_mass() > wk.mass_bound()) over_bound++;
       }
     };
     for (int k = 0; k < 3; ++k) w.spawn(helper(w, k));
@@ -303,9 +310,33 @@ TEST_CASE("several coroutines per worker thread share its cache and clock, nothi
     }
   });
   CHECK(bad == 0);
+  CHECK(over_bound == 0);
   for (strata::row_id k = 0; k < 3; ++k)
     for (strata::col_id w = 0; w < 4; ++w) CHECK(sys.row(t, k).get(w) == 50);
-  CHECK(sys.row(t, 3).get(2) == 10);
+  for (strata::col_id w = 0; w < 4; ++w) CHECK(sys.row(t, 3).get(w) == 10);
+  const auto st = sys.total_stats();
+  CHECK(st.reads == 4u * 3u * 50u);
+  if (mp.staleness != strata::unbounded) {
+    CHECK(st.min_clock_staleness.stats().max() <= mp.staleness);
+    CHECK(st.writer_staleness.stats().max() <= mp.staleness);
+  }
+}
+template <class Model>
+void check_spawned_all() {
+  check_spawned<Model>();
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    INFO("delayed transport, seed " << seed);
+    check_spawned<Model, strata::delayed<strata::inproc>>(delays(seed));
+  }
+}
+}  // namespace
+
+TEST_CASE("several coroutines per worker thread share its cache and clock, nothing lost, under every model and random delays") {
+  SUBCASE("bsp") { check_spawned_all<strata::bsp>(); }
+  SUBCASE("ssp<1>") { check_spawned_all<strata::ssp<1>>(); }
+  SUBCASE("essp<1>") { check_spawned_all<strata::essp<1>>(); }
+  SUBCASE("vap<8.0>") { check_spawned_all<strata::vap<8.0>>(); }
+  SUBCASE("async") { check_spawned_all<strata::async>(); }
 }
 
 // ---- policies beyond the five: the hooks of consistency_model ------------------------------------

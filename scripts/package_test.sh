@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Packaging checks (run by .ci/run after scripts/test.sh), each in a fresh temporary directory:
-#   1. cmake-install: configure strata with tests off, `cmake --install` into a temporary prefix,
-#      then build and run tests/package/cmake (copied out of the source tree) against that prefix only.
-#   2. meson-subproject: build and run tests/package/meson with strata as a Meson subproject.
-#   3. meson-suite: `meson setup` + `meson test` of strata itself.
+#   1. cmake-install: configure strata with tests off in the compiled mode (STRATA_HEADER_ONLY=OFF),
+#      `cmake --install` into a temporary prefix, then build and run tests/package/cmake (copied out
+#      of the source tree) against that prefix only, twice: linking strata::strata (header-only)
+#      and strata::runtime (the installed library, STRATA_SEPARATE_COMPILATION).
+#   2. meson-subproject: build and run tests/package/meson with strata as a Meson subproject, header-only
+#      and with -Dstrata:header_only=false.
+#   3. meson-suite: `meson setup -Dheader_only=false` + `meson test` of strata itself.
 # Prints "package tests: N passed, M failed" last; exits non-zero when any failed.
 # KEEP_TMP=1 keeps the temporary directory.
 set -uo pipefail
@@ -26,11 +29,18 @@ cmake_install() {
   local prefix="$tmp/prefix" build="$tmp/strata-build" consumer="$tmp/consumer-build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
     -DSTRATA_BUILD_TESTS=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCHMARKS=OFF \
-    -DCMAKE_INSTALL_PREFIX="$prefix" &&
+    -DSTRATA_HEADER_ONLY=OFF -DCMAKE_INSTALL_PREFIX="$prefix" &&
   cmake --build "$build" &&
-  cmake --install "$build" &&
+  cmake --install "$build" || return 1
+  ls "$prefix"/lib*/libstrata_runtime.a "$prefix"/include/strata/runtime/impl/system.ipp || return 1
+  cmake_consumer "$prefix" "$tmp/consumer-build" OFF && cmake_consumer "$prefix" "$tmp/consumer-runtime" ON
+}
+
+# prefix build-dir STRATA_CONSUMER_RUNTIME
+cmake_consumer() {
+  local prefix=$1 consumer=$2 runtime=$3
   cmake -S "$tmp/package/cmake" -B "$consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
-    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DSTRATA_CONSUMER_RUNTIME="$runtime" \
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF || return 1
   # It must have found the strata just installed, and must not compile against the source tree.
   local found
@@ -42,6 +52,12 @@ cmake_install() {
   if grep -q -- "$root/include" "$consumer/compile_commands.json"; then
     echo "consumer compiles against $root/include instead of the installed headers"; return 1
   fi
+  # The compiled mode must reach the consumer: its files declare the runtime, the library defines it.
+  if [ "$runtime" = ON ]; then
+    grep -q -- -DSTRATA_SEPARATE_COMPILATION "$consumer/compile_commands.json" || { echo "no STRATA_SEPARATE_COMPILATION"; return 1; }
+  elif grep -q -- -DSTRATA_SEPARATE_COMPILATION "$consumer/compile_commands.json"; then
+    echo "header-only consumer compiled with STRATA_SEPARATE_COMPILATION"; return 1
+  fi
   cmake --build "$consumer" &&
   ctest --test-dir "$consumer" --output-on-failure
 }
@@ -50,11 +66,14 @@ meson_subproject() {
   mkdir -p "$tmp/package/meson/subprojects" &&
   ln -s "$root" "$tmp/package/meson/subprojects/strata" &&
   meson setup "$tmp/consumer-meson" "$tmp/package/meson" &&
-  meson test -C "$tmp/consumer-meson" --print-errorlogs
+  meson test -C "$tmp/consumer-meson" --print-errorlogs &&
+  meson setup "$tmp/consumer-meson-lib" "$tmp/package/meson" -Dstrata:header_only=false &&
+  meson test -C "$tmp/consumer-meson-lib" --print-errorlogs &&
+  ls "$tmp/consumer-meson-lib"/subprojects/strata/libstrata_runtime.a
 }
 
 meson_suite() {
-  meson setup "$tmp/strata-meson" "$root" &&
+  meson setup "$tmp/strata-meson" "$root" -Dheader_only=false &&
   meson test -C "$tmp/strata-meson" --print-errorlogs
 }
 

@@ -14,6 +14,7 @@ namespace sched = strata::sched;
 
 struct greedy_sweep {
   using scheduler_tag = void;  // opt in to the concept
+  static constexpr const char* name() { return "greedy_sweep"; }
   std::vector<double> moved;   // |Δ| of each coefficient at its last update
   sched::var_id next = 0;
 

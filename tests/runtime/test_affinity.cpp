@@ -5,6 +5,7 @@
 // two CPUs so that the case is the same on every machine.
 #include <doctest/doctest.h>
 
+#include <strata/core/affinity.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

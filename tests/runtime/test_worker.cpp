@@ -5,6 +5,7 @@
 // stalling the suite.
 #include <doctest/doctest.h>
 
+#include <strata/runtime/server.hpp>
 #include <strata/strata.hpp>
 
 #include "../support/deadline.hpp"

@@ -1,28 +1,22 @@
 #pragma once
 /// \file system<Consistency, Transport>: a parameter-server run composed from policy types.
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <exception>
+/// `system_base` is the runtime, one piece of code for every model and transport (compiled once
+/// in the compiled mode, core/config.hpp); `basic_system<T>` adds the transport T; `system<...>`
+/// names the model and transport as types.
+#include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+#include <type_traits>
 #include <typeinfo>
 #include <utility>
 #include <vector>
 
-#include <asio/executor_work_guard.hpp>
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-
 #include "../consistency/model.hpp"
-#include "../core/affinity.hpp"
+#include "../core/config.hpp"
 #include "../core/error.hpp"
-#include "../core/huge_pages.hpp"
 #include "../table/server_table.hpp"
 #include "../table/table.hpp"
 #include "../transport/inproc.hpp"
@@ -31,15 +25,20 @@
 #include "coordinator.hpp"
 #include "options.hpp"
 #include "params.hpp"
-#include "server.hpp"
+#include "program.hpp"
 #include "task.hpp"
 #include "worker.hpp"
 
 namespace strata {
 
-/// A parameter-server system: consistency model C, transport T. Add tables, then `run` a worker
-/// program (a coroutine `task<>(worker&)`) on every worker thread of every local process, and
-/// optionally a coordinator program (`task<>(coordinator&)`, on node 0's process).
+namespace detail {
+class system_impl;
+}
+
+/// A parameter-server system over any transport: add tables, then `run` a worker program (a
+/// coroutine `task<>(worker&)`) on every worker thread of every local process, and optionally a
+/// coordinator program (`task<>(coordinator&)`, on node 0's process). Functions that work with
+/// any system (the trainers, sched::run) take a `system_base&`.
 ///
 ///     strata::system<strata::essp<2>> sys({.nodes = 2, .workers_per_node = 2});
 ///     auto t = sys.add_table<strata::dense_row<float>>(16);
@@ -48,23 +47,14 @@ namespace strata {
 /// `run` may be called again: the next run starts every worker at clock 0 with an empty cache
 /// and keeps the tables' rows (`clear_tables()` before it starts from zero rows). Every process of
 /// a multi-process run must make the same sequence of runs.
-template <class T>
-class basic_system {
-  static_assert(transport<T>, "strata::basic_system<T>: T must model strata::transport");
-
+class system_base {
  public:
-  using transport_type = T;
-
   /// A system whose consistency model is given at run time (`model_params::of<C>(cfg)`, or
-  /// `model_params::named("essp", cfg)`): one instantiation of the runtime, and of the program
-  /// that uses it, for every model.
-  basic_system(system_config cfg, model_params mp, typename T::config tcfg = {})
-      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(mp), transport_(std::move(tcfg)) {
-    if (cfg.nodes == 0 || cfg.workers_per_node == 0) throw error(errc::bad_input, "system needs >= 1 node and worker");
-  }
-  basic_system(const basic_system&) = delete;
-  basic_system& operator=(const basic_system&) = delete;
-  ~basic_system() { stop_threads(); }
+  /// `model_params::named("essp", cfg)`) over transport `t`.
+  STRATA_DECL system_base(system_config cfg, model_params mp, std::unique_ptr<any_transport> t);
+  system_base(const system_base&) = delete;
+  system_base& operator=(const system_base&) = delete;
+  STRATA_DECL virtual ~system_base();
 
   /// The program a run without a coordinator gives the coordinator.
   static task<> no_coordinator(coordinator&) { co_return; }
@@ -73,11 +63,9 @@ class basic_system {
   template <class R>
   auto add_table(std::size_t width) {
     static_assert(detail::check_row_type<R>());
-    if (runs_ > 0 || resumed_) throw error(errc::bad_input, "add_table after the first run or resumed(): add every table before them");
-    const auto id = static_cast<table_id>(tables_.size());
-    tables_.push_back({id, width, typeid(R).name()});
-    server_factories_.push_back([width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); });
-    worker_setup_.push_back([id, width](worker& w) { w.add_table<R>(id, width); });
+    const auto id = add_table_erased(
+        width, typeid(R).name(), [width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); },
+        [width](worker& w, table_id id) { w.add_table<R>(id, width); });
     return table_handle<R>{id, width};
   }
 
@@ -87,573 +75,112 @@ class basic_system {
   /// exception of a worker or the coordinator; after a failed run the system cannot run again.
   template <class F, class G = decltype(&no_coordinator)>
   void run(F&& program, G&& coord = &no_coordinator) {
-    if (failed_) throw error(errc::shutdown, "system::run after a failed run");
-    ++runs_;
-    if (runs_ == 1) start();
-    else if (checkpointing()) throw error(errc::bad_input, "checkpoints and resume cover a system's first run only");
-    else restart();
-    for (auto& ws : workers_) {
-      asio::post(ws->ctx, [this, ws = ws.get(), &program] {
-        ws->program = std::make_unique<task<>>(program(*ws->p));
-        ws->program->start([this, ws](std::exception_ptr e) {
-          if (e) record_error(e);
-          ws->p->finish([this, ws] {
-            if (auto se = ws->p->spawn_error()) record_error(se);
-            ws->finished = true;
-            progress();
-          });
-        });
-      });
-    }
-    if (coord_) {
-      asio::post(coord_->ctx, [this, c = coord_.get(), &coord] {
-        c->program = std::make_unique<task<>>(std::invoke(coord, *c->p));
-        c->program->start([this, c](std::exception_ptr e) {
-          if (e) record_error(e);
-          c->finished = true;
-          progress();
-        });
-      });
-    }
-    wait_until_finished();
-    if (has_error()) {
-      failed_ = true;
-      abort_transport_on_error();
-      stop_threads();
-      std::rethrow_exception(error_);
+    if constexpr (std::is_function_v<std::remove_reference_t<F>>) {
+      return run(&program, std::forward<G>(coord));
+    } else if constexpr (std::is_function_v<std::remove_reference_t<G>>) {
+      return run(std::forward<F>(program), &coord);
+    } else {
+      static_assert(program_for<std::remove_reference_t<F>, worker>,
+                    "strata::system::run: the worker program must be callable as program(strata::worker&) and return "
+                    "strata::task<> (a coroutine: [&](strata::worker& w) -> strata::task<> { ... })");
+      static_assert(program_for<std::remove_reference_t<G>, coordinator>,
+                    "strata::system::run: the coordinator program must be callable as coord(strata::coordinator&) and "
+                    "return strata::task<> (a coroutine: [&](strata::coordinator& c) -> strata::task<> { ... })");
+      if constexpr (program_for<std::remove_reference_t<F>, worker> && program_for<std::remove_reference_t<G>, coordinator>)
+        run_programs(program_ref<worker>(program), program_ref<coordinator>(coord));
     }
   }
+  /// `run` without the program's type: what every `run` call comes down to.
+  STRATA_DECL void run_programs(program_ref<worker> program, program_ref<coordinator> coord);
 
   /// The next run starts from zero rows instead of keeping this run's tables (every process of
   /// the run must call it).
-  void clear_tables() noexcept { clear_tables_ = true; }
+  STRATA_DECL void clear_tables() noexcept;
 
   /// Sets the dynamic staleness bound (system_config::staleness) for the next run and the ones after
   /// it: ssp<dynamic_bound> and essp<dynamic_bound> (as `model_params::named` gives them), and tables
   /// whose `staleness_of` is dynamic_bound, read with bound s. Call between runs; every process of
   /// a multi-process run must make the same call. Throws strata::error(bad_input) when s < 0 or
   /// the model has no dynamic bound (bsp, ssp<2>, vap, async: there is nothing to set).
-  void set_staleness(int s) {
-    if (!mp_.dynamic_staleness && !mp_.table_staleness)
-      throw error(errc::bad_input, std::string("set_staleness: the consistency model ") + mp_.name +
-                                       " has no dynamic staleness bound (use ssp<dynamic_bound> or essp<dynamic_bound>)");
-    mp_ = mp_.with_dynamic_staleness(s);
-    cfg_.staleness = s;
-    model_changed_ = true;
-  }
+  STRATA_DECL void set_staleness(int s);
 
   /// The final value of a row after `run`: read from the local shard, or fetched from the process
   /// that holds it (through a local worker), so every process can read the whole model.
   template <row_type R>
   R row(table_handle<R> h, row_id r) {
-    if (servers_.empty() || workers_.empty()) throw error(errc::bad_input, "system::row before the first run");
-    const node_id n = owner_of(h.id, r, wm_.nodes);
-    for (auto& s : servers_)
-      if (s->node == n)
-        return on_shard_thread(*s, [&] { return static_cast<server_table<R>&>(s->shard->table(h.id)).row(r); });
-    if (stopped_) throw error(errc::shutdown, "row " + std::to_string(r) + " is held by another process and the run failed");
-    auto* ws = workers_.front().get();
+    std::optional<R> local;
+    if (read_local_row(h.id, r, [&](server_table_base& t) { local = static_cast<server_table<R>&>(t).row(r); }))
+      return std::move(*local);
     std::promise<R> p;
     auto fut = p.get_future();
-    asio::post(ws->ctx, [&, ws] {
-      fetch_ = std::make_unique<task<>>(fetch_into(*ws->p, h, r, p));
-      fetch_->start([](std::exception_ptr) {});
-    });
+    auto fetch = [&p, h, r](worker& w) { return fetch_into(w, h, r, &p); };
+    fetch_on_worker(r, fetch);
     return fut.get();
   }
 
   /// Statistics of each local worker of the last run (in worker-id order).
-  std::vector<worker_stats> stats() {
-    std::vector<worker_stats> out;
-    for (auto& ws : workers_) out.push_back(on_thread(ws->ctx, [&] { return ws->p->stats(); }));
-    return out;
-  }
+  STRATA_DECL std::vector<worker_stats> stats();
   /// All local workers' statistics merged.
-  worker_stats total_stats() {
-    worker_stats t;
-    for (const auto& st : stats()) t.merge(st);
-    return t;
-  }
+  STRATA_DECL worker_stats total_stats();
   /// With system_config::checkpoint.resume set: the checkpoint the first run starts from (the clock,
   /// and why each newer checkpoint was refused), found on the first call (add every table before
   /// it); throws when the folder holds no complete checkpoint of this run. nullptr without resume.
   /// A program may call it before `run` to learn where its workers will start.
-  const ckpt::resume_point* resumed() {
-    if (cfg_.checkpoint.resume.empty()) return nullptr;
-    if (!resumed_) resumed_ = ckpt::find_resume(cfg_.checkpoint.resume, wm_.nodes, wm_.workers(), checkpoint_signature());
-    return &*resumed_;
-  }
+  STRATA_DECL const ckpt::resume_point* resumed();
   /// The clock the first run's workers start at: the resumed checkpoint's, else 0.
-  clock_type start_clock() {
-    const auto* r = resumed();
-    return r ? r->clock : 0;
-  }
-  const system_config& config() const noexcept { return cfg_; }
-  const model_params& model() const noexcept { return mp_; }
-  T& transport() noexcept { return transport_; }
+  STRATA_DECL clock_type start_clock();
+  STRATA_DECL const system_config& config() const noexcept;
+  STRATA_DECL const model_params& model() const noexcept;
   /// Tables, model and shape as text; processes of one run must agree on it.
-  std::string signature() const {
-    std::string s = mp_.describe() + ";nodes=" + std::to_string(wm_.nodes) + ";wpn=" + std::to_string(wm_.per_node);
-    for (auto& t : tables_) s += ";t" + std::to_string(t.id) + ":" + t.row_kind + "/" + std::to_string(t.width);
-    return s;
-  }
+  STRATA_DECL std::string signature() const;
+  /// Whether node n's shard and workers live in this process.
+  STRATA_DECL bool is_local(node_id n) const;
+  /// Bytes the transport has sent (what it counts: tcp counts socket bytes, inproc payloads).
+  STRATA_DECL std::uint64_t bytes_sent() const;
+
+ protected:
+  STRATA_DECL any_transport& transport_base() noexcept;
 
  private:
-  struct server_slot {
-    node_id node;
-    asio::io_context ctx{1};  // run by one thread (concurrency hint 1): posts from that thread skip the queue lock
-    std::mutex mu;  // held by whichever thread runs the shard's code: its own, or a sender's (local_shard_calls)
-    std::unique_ptr<server_shard> shard;
-    std::thread thread;
-  };
-  /// True on a worker's or the coordinator's thread while it holds no shard's lock: there, a
-  /// message to a local shard may be handled at once (a shard's own sends are always queued, so a
-  /// thread never holds two shards' locks).
-  static bool& may_call_shard() {
-    thread_local bool on = false;
-    return on;
-  }
-  /// Takes `lk`'s mutex: spins briefly, then yields between tries for a while before it sleeps on
-  /// it. A local shard call holds the shard's lock for a fraction of a µs to a few µs; a thread that
-  /// finds it taken and sleeps in the kernel costs the holder a futex wake and itself a wake-up,
-  /// more than the wait, most of all with more threads than cores (a BSP round's flushes and reads
-  /// come all at once): a BSP round of 4 workers on 2 cores took 27 µs with a plain lock and 16 µs
-  /// with yielding (strata_bench_core). In a 2-worker BSP round half the tries find the lock taken,
-  /// for about 0.3 µs: spinning with the CPU's pause instruction first (48 pauses, 1.5-2 µs here)
-  /// saves the system call of a yield, and took the round from 2.8-2.9 to 2.5-2.6 µs.
-  static void lock_briefly_yielding(std::unique_lock<std::mutex>& lk) {
-    for (int i = 0; i < 70; ++i) {
-      if (lk.try_lock()) return;
-      if (i < 6) {
-        for (int k = 0; k < 8; ++k) cpu_pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-    lk.lock();
-  }
-  /// The CPU's spin-wait hint (x86 pause, ARM yield): a waiting loop frees the core's resources
-  /// for its sibling and backs off the contended cache line.
-  static void cpu_pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
-  /// Handles one message on shard `s`, on whatever thread calls it. In a local call (a party's
-  /// thread sending to a shard of its process), the shard's messages to that same party are handed
-  /// to it once the lock is released, without a trip through its queue (see bind_party).
-  void on_shard(server_slot& s, endpoint src, wire::message&& m, bool local_call = false) {
-    const bool start_msg = std::holds_alternative<wire::run_start>(m);
-    bool finished = false;
-    {
-      std::unique_lock lk(s.mu, std::defer_lock);
-      lock_briefly_yielding(lk);
-      const bool outer = std::exchange(may_call_shard(), false);
-      if (local_call) inline_target() = this_party().slot;
-      guarded([&] { s.shard->on_message(src, std::move(m)); });
-      inline_target() = nullptr;
-      finished = s.shard->min_clock() == server_shard::finished;
-      may_call_shard() = outer;
-    }
-    if (local_call && !inline_stash().empty()) this_party().drain(*this, this_party().slot);
-    if (start_msg || finished) progress();
-  }
-
-  /// The party (worker or coordinator) whose thread this is, and how to hand it the messages
-  /// that a local shard call addressed to it (inline_stash).
-  struct party_ref {
-    void* slot = nullptr;
-    void (*drain)(basic_system&, void*) = nullptr;
-  };
-  static party_ref& this_party() {
-    thread_local party_ref p;
-    return p;
-  }
-  /// During a local shard call: the calling party's slot, whose messages from the shard are stashed.
-  static void*& inline_target() {
-    thread_local void* p = nullptr;
-    return p;
-  }
-  struct stashed {
-    endpoint src;
-    wire::message m;
-  };
-  static std::vector<stashed>& inline_stash() {
-    thread_local std::vector<stashed> v;
-    return v;
-  }
-  /// Hands the stashed messages to the party of `slot` on its own thread, in the middle of its turn:
-  /// it takes them in at once (a reply's row is in its cache when its `get` looks again, an
-  /// acknowledgement counted before `clock` returns) and resumes none of its coroutines there;
-  /// one that may wait for them gets a wake on its queue instead. `on_message` must send nothing
-  /// here (it does not: wakes are deferred, so no coroutine runs): a local shard call from inside
-  /// the loop would add to the stash being drained.
-  template <class P>
-  static void drain_stash(basic_system& sys, void* slot) {
-    auto& ps = *static_cast<party_slot<P>*>(slot);
-    auto& st = inline_stash();
-    ps.p->begin_inline();
-    for (auto& x : st) sys.guarded([&] { ps.p->on_message(x.src, std::move(x.m)); });
-    st.clear();
-    if (ps.p->end_inline()) post_counted(ps, [&sys, &ps] { sys.guarded([&] { ps.p->wake_now(); }); });
-  }
-  /// Runs `f` on shard `s`'s thread under its lock.
-  template <class F>
-  auto on_shard_thread(server_slot& s, F&& f) {
-    return on_thread(s.ctx, [&] {
-      std::lock_guard lk(s.mu);
-      return f();
-    });
-  }
-  /// A party that runs a program on a thread of its own (a worker, the coordinator).
-  template <class P>
-  struct party_slot {
-    asio::io_context ctx{1};  // run by one thread (concurrency hint 1): posts from that thread skip the queue lock
-    std::unique_ptr<P> p;
-    std::unique_ptr<task<>> program;
-    /// Messages and resumptions posted to ctx and not yet run. A shard's message to this party is
-    /// handed over inline only when this is 0, so that it cannot overtake an earlier one from the
-    /// same shard (those are posted under that shard's lock, which the inline sender holds).
-    std::atomic<std::uint32_t> queued{0};
-    bool finished = false;  // touched on the party's thread only
-    std::thread thread;
-    bool done() const { return program && program->done() && finished; }
-    /// Between runs, on the party's thread.
-    void reset() {
-      p->reset();
-      program.reset();
-      finished = false;
-    }
-  };
-  using worker_slot = party_slot<worker>;
-  using coordinator_slot = party_slot<coordinator>;
-
-  /// Posts `f` to party `ps`'s thread, counted in `ps.queued` until it runs (every post of a
-  /// message, resumption or wake to a party goes through here, or a message could be taken in
-  /// inline ahead of one still queued).
-  template <class P, class F>
-  static void post_counted(party_slot<P>& ps, F&& f) {
-    ps.queued.fetch_add(1, std::memory_order_relaxed);
-    asio::post(ps.ctx, [q = &ps.queued, f = std::forward<F>(f)]() mutable {
-      q->fetch_sub(1, std::memory_order_relaxed);
-      f();
-    });
-  }
-  /// Makes `slot` reachable at `at`: its coroutines resume on its thread, its messages are
-  /// delivered there.
-  template <class P>
-  void bind_party(party_slot<P>& slot, endpoint at) {
-    slot.p->set_reschedule([ps = &slot](std::coroutine_handle<> h) { post_counted(*ps, [h] { h.resume(); }); }, &slot.queued);
-    transport_.bind(at, [this, ps = &slot](endpoint src, wire::message&& m) {
-      if (inline_target() == ps && ps->queued.load(std::memory_order_relaxed) == 0) {
-        inline_stash().push_back({src, std::move(m)});  // a reply to ps's own local shard call
-        return;
-      }
-      post_counted(*ps, [this, ps, src, m = std::move(m)]() mutable { guarded([&] { ps->p->on_message(src, std::move(m)); }); });
-    });
-  }
+  using server_factory = std::function<std::unique_ptr<server_table_base>()>;
+  using worker_setup = std::function<void(worker&, table_id)>;
+  STRATA_DECL table_id add_table_erased(std::size_t width, std::string row_kind, server_factory f, worker_setup w);
+  /// Calls `read` with table `t` of the shard that holds row `r`, under its lock, when that shard
+  /// is in this process; false otherwise.
+  STRATA_DECL bool read_local_row(table_id t, row_id r, const std::function<void(server_table_base&)>& read);
+  /// Runs `fetch` on a local worker's thread (system::row of a row held by another process).
+  STRATA_DECL void fetch_on_worker(row_id r, program_ref<worker> fetch);
 
   template <row_type R>
-  static task<> fetch_into(worker& w, table_handle<R> h, row_id r, std::promise<R>& out) {
+  static task<> fetch_into(worker& w, table_handle<R> h, row_id r, std::promise<R>* out) {
     try {
-      out.set_value(co_await w.fetch(h, r));
+      out->set_value(co_await w.fetch(h, r));
     } catch (...) {
-      out.set_exception(std::current_exception());
+      out->set_exception(std::current_exception());
     }
   }
 
-  /// Runs `f` on the thread of `ctx` and returns its result (that thread owns the state f reads).
-  template <class F>
-  auto on_thread(asio::io_context& ctx, F&& f) {
-    if (stopped_) return f();  // the threads are gone (a failed run): nothing else touches the state
-    using R = decltype(f());
-    std::promise<R> p;
-    auto fut = p.get_future();
-    asio::post(ctx, [&] {
-      try {
-        p.set_value(f());
-      } catch (...) {
-        p.set_exception(std::current_exception());
-      }
-    });
-    return fut.get();
-  }
+  std::unique_ptr<detail::system_impl> impl_;
+};
 
-  /// A run after the first: reset every local party on its own thread, then wait until shard 0
-  /// says every node has done so (so no message of the new run can reach a party still in the old one).
-  void restart() {
-    const bool clear = std::exchange(clear_tables_, false);
-    if (std::exchange(model_changed_, false))
-      for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->p->set_model(mp_); return 0; });
-    for (auto& s : servers_) on_shard_thread(*s, [&] { s->shard->reset(clear); return 0; });
-    for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
-    if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
-    for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
-    std::unique_lock lk(mu_);
-    for (;;) {
-      if (error_) break;
-      const auto seen = progress_;
-      lk.unlock();
-      bool all = true;
-      for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return s->shard->started_run() >= runs_ - 1; });
-      lk.lock();
-      if (all || error_) break;
-      cv_.wait(lk, [&] { return progress_ != seen || error_; });
-    }
-    if (error_) {
-      failed_ = true;
-      lk.unlock();
-      abort_transport_on_error();
-      stop_threads();
-      std::rethrow_exception(error_);
-    }
-  }
+/// A system over transport T whose consistency model is given at run time (`model_params`).
+template <class T>
+class basic_system : public system_base {
+  static_assert(transport<T>, "strata::basic_system<T>: T must model strata::transport");
 
-  void start() {
-    auto send = [this](endpoint src) {
-      return [this, src](endpoint dst, wire::message&& m) { transport_.send(src, dst, std::move(m)); };
-    };
-    for (node_id n = 0; n < wm_.nodes; ++n) {
-      if (!transport_.is_local(n)) continue;
-      auto s = std::make_unique<server_slot>();
-      s->node = n;
-      std::vector<std::unique_ptr<server_table_base>> tabs;
-      for (auto& f : server_factories_) tabs.push_back(f());
-      s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
-      transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
-        if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m), true);
-        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
-          if (cfg_.huge_page_heap) advise_heap_once();
-          on_shard(*s, src, std::move(m));
-        });
-      });
-      servers_.push_back(std::move(s));
-      for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
-        const worker_id id = n * wm_.per_node + i;
-        auto ws = std::make_unique<worker_slot>();
-        ws->p = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
-        ws->p->set_cache_rows(cfg_.cache_rows);
-        for (auto& f : worker_setup_) f(*ws->p);
-        bind_party(*ws, wm_.of(id));
-        workers_.push_back(std::move(ws));
-      }
-      if (n == 0) {
-        coord_ = std::make_unique<coordinator_slot>();
-        coord_->p = std::make_unique<coordinator>(wm_, send(wm_.coordinator()), cfg_.max_message);
-        bind_party(*coord_, wm_.coordinator());
-      }
-    }
-    if (checkpointing()) setup_checkpoints();
-    transport_.on_fatal([this](std::error_code ec, const std::string& what) {
-      record_error(std::make_exception_ptr(error(ec, what)));
-      progress();
-    });
-    transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
-    // Huge-page heaps (system_config::huge_page_heap) for the threads that take memory: every worker
-    // thread at its start, a shard thread when it first handles a message itself (with local shard
-    // calls and every node in this process it may never: the workers run the shard's code), not the
-    // coordinator's. Advising a heap costs a 2 MiB page at once (core/huge_pages.hpp), and on a VM
-    // that is milliseconds of a core the workers are starting on.
-    const bool huge = cfg_.huge_page_heap;
-    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
-    const auto spin = std::chrono::microseconds(cfg_.spin_us);
-    const std::vector<int> cpus = cfg_.pin_workers ? this_thread_cpus() : std::vector<int>{};
-    for (auto& w : workers_) {
-      const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
-      w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, cpu] {
-        this_party() = {slot, &drain_stash<worker>};
-        if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
-        run_ctx(*c, huge, true, spin);
-      });
-    }
-    if (coord_)
-      coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin] {
-        this_party() = {slot, &drain_stash<coordinator>};
-        run_ctx(*c, false, true, spin);
-      });
-  }
+ public:
+  using transport_type = T;
 
-  ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
-  bool checkpointing() const noexcept { return cfg_.checkpoint.every > 0 || !cfg_.checkpoint.resume.empty(); }
+  basic_system(system_config cfg, model_params mp, typename T::config tcfg = {})
+      : system_base(cfg, mp, std::make_unique<transport_model<T>>(std::move(tcfg))) {}
 
-  /// Before the first run's threads start: every local shard and worker writes checkpoints, and
-  /// starts from the newest complete one in `resume` (each process checks every file, so all
-  /// processes of a run pick the same checkpoint from a shared folder).
-  void setup_checkpoints() {
-    const auto& cc = cfg_.checkpoint;
-    const auto sig = checkpoint_signature();
-    if (cc.every > 0) {
-      if (cc.dir.empty()) throw error(errc::bad_input, "checkpoint.every is set but checkpoint.dir is empty");
-      std::filesystem::create_directories(cc.dir);
-      for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig);
-      for (auto& ws : workers_) ws->p->enable_checkpoints(cc.dir, cc.every, sig);
-    } else if (cc.every < 0) {
-      throw error(errc::bad_input, "checkpoint.every must be >= 0");
-    }
-    if (cc.resume.empty()) return;
-    const clock_type m = resumed()->clock;
-    for (auto& s : servers_) {
-      const auto f = ckpt::shard_file(cc.resume, m, s->node);
-      s->shard->restore(m, ckpt::unseal(f, ckpt::kind::shard, s->node, m, sig), f.string());
-    }
-    for (auto& ws : workers_) {
-      const auto id = ws->p->id();
-      const auto body = ckpt::unseal(ckpt::worker_file(cc.resume, m, id), ckpt::kind::worker, id, m, sig);
-      ws->p->resume_at(m, std::string(reinterpret_cast<const char*>(body.data()), body.size()));
-    }
-  }
-
-  /// When the run failed, tells a transport that can (`tcp::abort`) so that the other processes stop
-  /// at once instead of waiting for this one's shutdown barrier. Transports without `abort` are untouched.
-  bool has_error() {
-    std::lock_guard lk(mu_);
-    return error_ != nullptr;
-  }
-  void abort_transport_on_error() {
-    if constexpr (requires(T& t, const std::string& s) { t.abort(s); }) {
-      std::exception_ptr e;
-      {
-        std::lock_guard lk(mu_);
-        e = error_;
-      }
-      if (!e) return;
-      std::string what = "unknown error";
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& x) {
-        what = x.what();
-      } catch (...) {
-      }
-      transport_.abort(what);
-    }
-  }
-
-  /// The calling thread's malloc heap gets huge pages, the first time per thread.
-  static void advise_heap_once() {
-    thread_local bool done = false;
-    if (!std::exchange(done, true)) advise_thread_heap_huge_pages();
-  }
-  /// A thread's loop. A party thread (worker, coordinator) with `spin` > 0 polls its queue for up
-  /// to `spin` after it runs dry before it sleeps: a wake-up that arrives within that time (a BSP
-  /// round's last clock, a local shard's reply) costs no futex sleep and wake. It yields between
-  /// polls, so a thread with work gets the core (a BSP round of 8 workers on 2 cores is faster with
-  /// the polling too).
-  static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {}) {
-    if (huge_page_heap) advise_heap_once();
-    may_call_shard() = party;
-    auto guard = asio::make_work_guard(c);
-    if (!party || spin.count() <= 0) {
-      c.run();
-      return;
-    }
-    using clk = std::chrono::steady_clock;
-    while (!c.stopped()) {
-      if (c.poll() > 0) continue;
-      bool ran = false;
-      for (const auto until = clk::now() + spin; !ran && !c.stopped() && clk::now() < until;) {
-        std::this_thread::yield();
-        ran = c.poll() > 0;
-      }
-      if (!ran) c.run_one();
-    }
-  }
-
-  template <class F>
-  void guarded(F&& f) {
-    try {
-      f();
-    } catch (...) {
-      record_error(std::current_exception());
-      progress();
-    }
-  }
-
-  void record_error(std::exception_ptr e) {
-    std::lock_guard lk(mu_);
-    if (!error_) error_ = e;
-  }
-  void progress() {
-    std::lock_guard lk(mu_);
-    ++progress_;
-    cv_.notify_all();
-  }
-  void wait_until_finished() {
-    std::unique_lock lk(mu_);
-    for (;;) {
-      if (error_) return;
-      const auto seen = progress_;
-      lk.unlock();
-      // Read the workers' and shards' state on their own threads, so no state is shared unsynchronised.
-      const bool done = all_on_threads();
-      lk.lock();
-      if (done || error_) return;
-      cv_.wait(lk, [&] { return progress_ != seen || error_; });
-    }
-  }
-  bool all_on_threads() {
-    const int parties = static_cast<int>(workers_.size() + servers_.size() + (coord_ ? 1 : 0));
-    int ok = 0, pending = parties;  // under m: the waiter may return (and m, cv go) once pending is 0
-    std::mutex m;
-    std::condition_variable cv;
-    auto note = [&](bool good) {
-      std::lock_guard l(m);
-      if (good) ++ok;
-      if (--pending == 0) cv.notify_all();
-    };
-    for (auto& ws : workers_)
-      asio::post(ws->ctx, [&, ws = ws.get()] { note(ws->done()); });
-    for (auto& s : servers_)
-      asio::post(s->ctx, [&, s = s.get()] {
-        std::unique_lock lk(s->mu);
-        const bool good = s->shard->runs_finished() >= runs_ && s->shard->checkpoints_settled();
-        lk.unlock();
-        note(good);
-      });
-    if (coord_) asio::post(coord_->ctx, [&, c = coord_.get()] { note(c->done()); });
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return pending == 0; });
-    return ok == parties;
-  }
-
-  void stop_threads() {
-    stopped_ = true;
-    transport_.stop();
-    for (auto& s : servers_) s->ctx.stop();
-    for (auto& w : workers_) w->ctx.stop();
-    if (coord_) coord_->ctx.stop();
-    for (auto& s : servers_)
-      if (s->thread.joinable()) s->thread.join();
-    for (auto& w : workers_)
-      if (w->thread.joinable()) w->thread.join();
-    if (coord_ && coord_->thread.joinable()) coord_->thread.join();
-  }
-
-  system_config cfg_;
-  worker_map wm_;
-  model_params mp_;
-  T transport_;
-  std::vector<table_info> tables_;
-  std::vector<std::function<std::unique_ptr<server_table_base>()>> server_factories_;
-  std::vector<std::function<void(worker&)>> worker_setup_;
-  std::vector<std::unique_ptr<server_slot>> servers_;
-  std::vector<std::unique_ptr<worker_slot>> workers_;
-  std::unique_ptr<coordinator_slot> coord_;  // on node 0's process
-  std::unique_ptr<task<>> fetch_;            // the last remote row read (system::row)
-  std::optional<ckpt::resume_point> resumed_;
-  std::uint64_t runs_ = 0;
-  bool failed_ = false, clear_tables_ = false, stopped_ = false, model_changed_ = false;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::uint64_t progress_ = 0;
-  std::exception_ptr error_;
+  T& transport() noexcept { return static_cast<transport_model<T>&>(transport_base()).get(); }
 };
 
 /// A system composed from policy types: `system<essp<2>>`, `system<essp<2>, tcp>`, or named
 /// options in any order, `system<options::transport<tcp>, options::consistency<bsp>>`. What is not
-/// named takes its default (`bsp`, `inproc`). The runtime underneath is `basic_system<T>`, shared
-/// by every consistency model.
+/// named takes its default (`bsp`, `inproc`). The runtime underneath is `system_base`, shared
+/// by every consistency model and transport.
 template <class... Options>
 class system : public basic_system<typename detail::resolve_options<Options...>::transport> {
   using resolved = detail::resolve_options<Options...>;
@@ -666,4 +193,12 @@ class system : public basic_system<typename detail::resolve_options<Options...>:
       : basic_system<transport_type>(cfg, model_params::of<consistency>(cfg), std::move(tcfg)) {}
 };
 
+#if !STRATA_HEADER_ONLY
+extern template class transport_model<inproc>;
+#endif
+
 }  // namespace strata
+
+#if STRATA_HEADER_ONLY
+#include "impl/system.ipp"
+#endif

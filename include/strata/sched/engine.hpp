@@ -117,9 +117,9 @@ concept program = requires(P& p, const P& cp, worker& w, const plan& pl, std::ve
 
 /// Runs STRADS rounds of `prog` scheduled by `sched` on `sys` (one `sys.run`): returns what the
 /// coordinator measured (on node 0's process; an empty result on the others).
-template <class S, program P, class T>
-result run(basic_system<T>& sys, P& prog, S& sched, const options& o) {
-  static_assert(check_scheduler<S>());
+template <class S, program P>
+result run(system_base& sys, P& prog, S&& sched, const options& o) {
+  static_assert(check_scheduler<std::remove_cvref_t<S>>());
   using U = typename P::update_type;
   using Pt = typename P::partial_type;
   if (o.depth == 0) throw error(errc::bad_input, "sched::run: pipelining depth must be >= 1");

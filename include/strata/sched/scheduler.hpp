@@ -13,6 +13,7 @@
 ///       using scheduler_tag = void;                              // opt in
 ///       void schedule(const strata::sched::context& cx, strata::sched::plan& out);
 ///       void observe(std::span<const strata::sched::var_delta> changes);   // may ignore them
+///       static constexpr const char* name() { return "mine"; }  // for decorators and traces
 ///     };
 ///
 /// `schedule` appends to `out.vars` at most `cx.batch` distinct variables below `cx.vars`, and,
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace strata::sched {
@@ -78,12 +80,17 @@ concept scheduler_shape = requires(S& s, const context& cx, plan& out, std::span
   { s.schedule(cx, out) } -> std::same_as<void>;
   { s.observe(d) } -> std::same_as<void>;
 };
+template <class S>
+concept scheduler_named = requires {
+  { S::name() } -> std::convertible_to<std::string>;
+};
 }  // namespace detail
 
 /// A type that chooses each round's variables: opts in with `using scheduler_tag = void;` and
-/// has `void schedule(const context&, plan&)` and `void observe(std::span<const var_delta>)`.
+/// has `void schedule(const context&, plan&)`, `void observe(std::span<const var_delta>)` and a
+/// static `name()` (what decorators such as dependency_filter<S> and the traces call it).
 template <class S>
-concept scheduler = requires { typename S::scheduler_tag; } && detail::scheduler_shape<S>;
+concept scheduler = requires { typename S::scheduler_tag; } && detail::scheduler_shape<S> && detail::scheduler_named<S>;
 
 /// For a static_assert with a message that says what to write (used by the engine).
 template <class S>
@@ -94,6 +101,9 @@ constexpr bool check_scheduler() {
   static_assert(detail::scheduler_shape<S>,
                 "strata: a STRADS scheduler needs `void schedule(const strata::sched::context&, "
                 "strata::sched::plan&)` and `void observe(std::span<const strata::sched::var_delta>)`");
+  static_assert(detail::scheduler_named<S>,
+                "strata: a STRADS scheduler needs a static `name()` returning its name (e.g. `static constexpr "
+                "const char* name() { return \"greedy\"; }`): decorators and traces use it");
   return true;
 }
 

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "../core/config.hpp"
+#include "inproc.hpp"
 #include "transport.hpp"
 
 namespace strata {
@@ -132,5 +134,10 @@ class delayed {
   bool running_ = false;
   std::thread thread_;
 };
+
+#if !STRATA_HEADER_ONLY
+extern template class delayed<inproc>;
+extern template class transport_model<delayed<inproc>>;
+#endif
 
 }  // namespace strata

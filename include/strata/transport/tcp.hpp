@@ -59,6 +59,7 @@
 #include "detail/tcp_session.hpp"
 #include "detail/tcp_shutdown.hpp"
 #include "detail/tcp_state.hpp"
+#include "delayed.hpp"
 #include "tcp_settings.hpp"
 #include "transport.hpp"
 
@@ -115,5 +116,11 @@ class tcp {
 };
 
 static_assert(transport<tcp>);
+
+#if !STRATA_HEADER_ONLY
+extern template class transport_model<tcp>;
+extern template class delayed<tcp>;
+extern template class transport_model<delayed<tcp>>;
+#endif
 
 }  // namespace strata

@@ -3,10 +3,12 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../core/ids.hpp"
 #include "../wire/messages.hpp"
 
@@ -40,6 +42,89 @@ concept transport = requires(T& t, const T& ct, endpoint e, wire::message m, del
   { ct.is_local(n) } -> std::convertible_to<bool>;
   { ct.bytes_sent() } -> std::convertible_to<std::uint64_t>;
 };
+
+/// A transport behind a virtual interface, so that the runtime (system_base) is one piece of code
+/// for every transport, compiled once in the compiled mode. A message costs one virtual call more
+/// than a direct call, beside a delivery that already goes through a std::function.
+class any_transport {
+ public:
+  virtual ~any_transport() = default;
+  virtual void bind(endpoint e, deliver_fn d) = 0;
+  virtual void on_fatal(fatal_fn f) = 0;
+  virtual void start(const run_shape& shape) = 0;
+  virtual void send(endpoint src, endpoint dst, wire::message&& m) = 0;
+  virtual void stop() = 0;
+  /// Tells the other processes that this one's run failed, when the transport can (`tcp::abort`);
+  /// false when it cannot (then it does nothing).
+  virtual bool abort(const std::string& reason) = 0;
+  virtual bool is_local(node_id n) const = 0;
+  virtual std::uint64_t bytes_sent() const = 0;
+};
+
+/// Transport T as an any_transport. Its members are defined outside the class, so that an
+/// `extern template class transport_model<T>;` (the compiled mode's, for strata's own transports)
+/// keeps them out of the user's files.
+template <class T>
+class transport_model final : public any_transport {
+  static_assert(transport<T>, "strata::transport_model<T>: T must model strata::transport");
+
+ public:
+  explicit transport_model(typename T::config c) : t_(std::move(c)) {}
+  ~transport_model() override;
+  T& get() noexcept { return t_; }
+  const T& get() const noexcept { return t_; }
+  void bind(endpoint e, deliver_fn d) override;
+  void on_fatal(fatal_fn f) override;
+  void start(const run_shape& shape) override;
+  void send(endpoint src, endpoint dst, wire::message&& m) override;
+  void stop() override;
+  bool abort(const std::string& reason) override;
+  bool is_local(node_id n) const override;
+  std::uint64_t bytes_sent() const override;
+
+ private:
+  T t_;
+};
+
+template <class T>
+transport_model<T>::~transport_model() = default;
+template <class T>
+void transport_model<T>::bind(endpoint e, deliver_fn d) {
+  t_.bind(e, std::move(d));
+}
+template <class T>
+void transport_model<T>::on_fatal(fatal_fn f) {
+  t_.on_fatal(std::move(f));
+}
+template <class T>
+void transport_model<T>::start(const run_shape& shape) {
+  t_.start(shape);
+}
+template <class T>
+void transport_model<T>::send(endpoint src, endpoint dst, wire::message&& m) {
+  t_.send(src, dst, std::move(m));
+}
+template <class T>
+void transport_model<T>::stop() {
+  t_.stop();
+}
+template <class T>
+bool transport_model<T>::abort(const std::string& reason) {
+  if constexpr (requires { t_.abort(reason); }) {
+    t_.abort(reason);
+    return true;
+  } else {
+    return false;
+  }
+}
+template <class T>
+bool transport_model<T>::is_local(node_id n) const {
+  return t_.is_local(n);
+}
+template <class T>
+std::uint64_t transport_model<T>::bytes_sent() const {
+  return t_.bytes_sent();
+}
 
 namespace detail {
 /// Payload bytes of a message, for the bytes_sent metric of transports that do not serialize.

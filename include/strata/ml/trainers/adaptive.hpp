@@ -42,8 +42,7 @@ struct adaptive_run : Run {
 };
 
 /// The candidate configurations of a system: its shape and consistency model with each bound.
-template <class T>
-std::vector<cost::probe_point> adaptive_candidates(const basic_system<T>& sys, const std::vector<int>& staleness) {
+inline std::vector<cost::probe_point> adaptive_candidates(const system_base& sys, const std::vector<int>& staleness) {
   std::vector<cost::probe_point> out;
   auto add = [&](int s) {
     cost::probe_point p;
@@ -65,8 +64,8 @@ std::vector<cost::probe_point> adaptive_candidates(const basic_system<T>& sys, c
 /// The segment planner (mf_trainer.hpp's segment_planner) of an adaptive run: segments of
 /// `ao.every` iterations; before each one after the first, `policy` chooses its configuration from
 /// the trace so far and the system's bound is set to it. `segments` receives every segment.
-template <class T, cost::adaptive_policy Policy>
-segment_planner adaptive_planner(basic_system<T>& sys, const adaptive_options& ao, Policy& policy, std::vector<cost::segment>& segments,
+template <cost::adaptive_policy Policy>
+segment_planner adaptive_planner(system_base& sys, const adaptive_options& ao, Policy& policy, std::vector<cost::segment>& segments,
                                  bool maximise = false) {
   if (ao.every == 0) throw error(errc::bad_input, "adaptive: segments of 0 iterations");
   if (!sys.model().dynamic_staleness)
@@ -103,8 +102,8 @@ segment_planner adaptive_planner(basic_system<T>& sys, const adaptive_options& a
 
 /// MF in adaptive mode (see the file comment): train_mf_segments with adaptive_planner. Segments
 /// are `ao.every` iterations (the last one what is left).
-template <class T, cost::adaptive_policy Policy>
-adaptive_run<mf_run> train_mf_adaptive(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test,
+template <cost::adaptive_policy Policy>
+adaptive_run<mf_run> train_mf_adaptive(system_base& sys, const io::rating_set& train, const io::rating_set& test,
                                        const mf_trainer_options& o, const adaptive_options& ao, Policy& policy,
                                        std::function<void(const iteration_stats&)> on_iteration = {}) {
   adaptive_run<mf_run> out;

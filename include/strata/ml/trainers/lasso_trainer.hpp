@@ -308,8 +308,8 @@ class lasso_program {
 };
 
 /// Solves the Lasso problem `p` on `sys` with scheduler `sched` (one `sys.run`).
-template <class S, class T>
-lasso_run train_lasso(basic_system<T>& sys, const lasso_problem& p, S& sched, const lasso_trainer_options& o) {
+template <class S>
+lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const lasso_trainer_options& o) {
   lasso_run out;
   out.lambda = o.lambda > 0 ? o.lambda : o.lambda_fraction * p.lambda_max();
   if (o.lambda < 0) throw error(errc::bad_input, "lasso: lambda must be > 0 (got " + std::to_string(o.lambda) + ")");

@@ -523,8 +523,7 @@ class lda_rotation_program {
 /// the check ran on node 0). With `keep_model` and every worker in this process, `model`
 /// holds the final word-topic counts. `on_iteration` (optional) is called after every sweep, on the
 /// coordinator's thread.
-template <class T>
-lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corpus, const lda_rotation_options& o,
+inline lda_rotation_run train_lda_rotation(system_base& sys, const lda_corpus& corpus, const lda_rotation_options& o,
                                     std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   lda_rotation_program prog(corpus, o, P);
@@ -551,7 +550,7 @@ lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corp
   out.engine = sched::run(sys, prog, rot, so);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.stats = sys.total_stats();
-  out.bytes_sent = sys.transport().bytes_sent();
+  out.bytes_sent = sys.bytes_sent();
   if (out.engine.per_round.empty()) {  // not the coordinator's process
     out.invariant_error = "checked in the coordinator's process (node 0)";
     return out;
@@ -566,7 +565,7 @@ lda_rotation_run train_lda_rotation(basic_system<T>& sys, const lda_corpus& corp
   if (out.iterations.size() > 1) out.sampling_s = out.iterations.back().elapsed_s - out.iterations.front().elapsed_s;
   std::string err = prog.checked() ? prog.final_error() : "the final check did not run";
   bool local = true;
-  for (node_id n = 0; n < sys.config().nodes; ++n) local = local && sys.transport().is_local(n);
+  for (node_id n = 0; n < sys.config().nodes; ++n) local = local && sys.is_local(n);
   if (err.empty() && local) err = prog.recount();
   if (local && o.keep_model) out.model = prog.model();
   if (err.empty() && out.block_conflicts > 0) err = std::to_string(out.block_conflicts) + " block(s) held by two workers in a round";

@@ -149,8 +149,7 @@ struct lda_run : run_outcome {
 };
 
 /// Trains LDA on `corpus` with the system `sys` (tables are added here; run once).
-template <class T>
-lda_run train_lda(basic_system<T>& sys, const lda_corpus& corpus, const lda_trainer_options& o,
+inline lda_run train_lda(system_base& sys, const lda_corpus& corpus, const lda_trainer_options& o,
                   std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   const std::uint32_t K = o.topics, V = corpus.vocab_size, D = static_cast<std::uint32_t>(corpus.words.size());

@@ -292,8 +292,7 @@ class mf_ccd_program {
 
 /// Trains MF by CCD++ on `sys` (one `sys.run`; any consistency model: the run uses no table).
 /// `on_iteration` (optional) is called once per iteration, on the coordinator's thread.
-template <class T>
-mf_ccd_run train_mf_ccd(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test, const mf_ccd_options& o,
+inline mf_ccd_run train_mf_ccd(system_base& sys, const io::rating_set& train, const io::rating_set& test, const mf_ccd_options& o,
                         std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   mf_ccd_program prog(train, test, o, P);
@@ -308,7 +307,7 @@ mf_ccd_run train_mf_ccd(basic_system<T>& sys, const io::rating_set& train, const
   out.engine = sched::run(sys, prog, rr, so);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   out.stats = sys.total_stats();
-  out.bytes_sent = sys.transport().bytes_sent();
+  out.bytes_sent = sys.bytes_sent();
   if (out.engine.per_round.empty()) return out;  // not the coordinator's process
   out.iterations = prog.iterations();
   out.column_updates = prog.column_updates();

@@ -176,8 +176,7 @@ using segment_planner = std::function<std::uint32_t(const std::vector<iteration_
 /// re-planning, counts). `plan` chooses the segments; without it one segment runs everything
 /// (that is train_mf). `on_iteration` (optional) is called once per completed iteration, from a
 /// worker thread, with the continuous numbering.
-template <class T>
-mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test, const mf_trainer_options& o,
+inline mf_run train_mf_segments(system_base& sys, const io::rating_set& train, const io::rating_set& test, const mf_trainer_options& o,
                          const segment_planner& plan, std::function<void(const iteration_stats&)> on_iteration = {}) {
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   const std::uint32_t R = o.rank, W1 = R + 1, B = std::max<std::uint32_t>(1, o.block);
@@ -690,7 +689,7 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
         renumber(c);
         on_iteration(c);
       };
-    recorder.emplace(red.local_workers(), n, [&sys] { return sys.transport().bytes_sent(); }, std::move(cb), red.first_local());
+    recorder.emplace(red.local_workers(), n, [&sys] { return sys.bytes_sent(); }, std::move(cb), red.first_local());
     run_recorder& rec = *recorder;
     rec.set_metric(rmse, "rmse");
     recp = &rec;
@@ -713,15 +712,14 @@ mf_run train_mf_segments(basic_system<T>& sys, const io::rating_set& train, cons
   } while (done < o.iterations);
   out.iterations = std::move(trace);
   out.seconds = std::chrono::duration<double>(run_recorder::clock::now() - *first_start).count();
-  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  out.bytes_sent = out.iterations.empty() ? sys.bytes_sent() : out.iterations.back().bytes_sent;
   out.model = std::move(model);
   return out;
 }
 
 /// Trains MF on `train` with the parameter-server system `sys` (tables are added here; run once).
 /// `on_iteration` (optional) is called once per completed iteration, from a worker thread.
-template <class T>
-mf_run train_mf(basic_system<T>& sys, const io::rating_set& train, const io::rating_set& test,
+inline mf_run train_mf(system_base& sys, const io::rating_set& train, const io::rating_set& test,
                 const mf_trainer_options& o, std::function<void(const iteration_stats&)> on_iteration = {}) {
   return train_mf_segments(sys, train, test, o, segment_planner(), std::move(on_iteration));
 }

@@ -240,7 +240,7 @@ class run_reducer {
     bool any = false;
     all_local_ = true;
     for (node_id n = 0; n < nodes_; ++n) {
-      const bool local = sys.transport().is_local(n);
+      const bool local = sys.is_local(n);
       if (local && !any) first_local_ = n * wpn_, any = true;
       if (local) local_count_ += wpn_;
       all_local_ = all_local_ && local;
@@ -341,7 +341,7 @@ class run_reducer {
 template <class System>
 run_recorder make_recorder(System& sys, const run_reducer& red, std::uint32_t iterations,
                            std::function<void(const iteration_stats&)> on_iteration) {
-  return run_recorder(red.local_workers(), iterations, [&sys] { return sys.transport().bytes_sent(); },
+  return run_recorder(red.local_workers(), iterations, [&sys] { return sys.bytes_sent(); },
                       std::move(on_iteration), red.first_local());
 }
 
@@ -356,7 +356,7 @@ const std::vector<double>& run_program(System& sys, run_recorder& rec, const run
   out.seconds = rec.since_start();
   out.iterations = red.iterations();
   out.stats = sys.total_stats();
-  out.bytes_sent = out.iterations.empty() ? sys.transport().bytes_sent() : out.iterations.back().bytes_sent;
+  out.bytes_sent = out.iterations.empty() ? sys.bytes_sent() : out.iterations.back().bytes_sent;
   if (red.final_values().size() < final_width)
     throw strata::error(errc::bad_input, std::string(trainer) + ": the final sums were not collected");
   return red.final_values();

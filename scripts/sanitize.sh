@@ -10,6 +10,9 @@
 #                                                  tests (build-tsan/: only those layers are built into
 #                                                  strata_tests, plus the TCP node program they start),
 #                                                  e.g. -tc='*tcp*'.
+# The sanitizer builds use the header-only mode (STRATA_HEADER_ONLY=ON; SANITIZE_HEADER_ONLY=OFF for
+# the compiled one): scripts/test.sh runs the suite in the compiled mode, so CI (.ci/run) passes the
+# whole doctest suite in both modes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/deps.sh"
@@ -34,6 +37,7 @@ fi
 if [ ! -f "$dir/build.ninja" ]; then
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DSTRATA_BUILD_BENCHMARKS=OFF \
+    -DSTRATA_HEADER_ONLY="${SANITIZE_HEADER_ONLY:-ON}" \
     "${extra[@]}" "${launcher[@]}" >/dev/null
 fi
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:${TSAN_OPTIONS:-}"

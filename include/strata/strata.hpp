@@ -14,6 +14,7 @@
 #include "runtime/system.hpp"
 #include "runtime/task.hpp"
 #include "runtime/worker.hpp"
+#include "table/common_rows.hpp"
 #include "table/dense_row.hpp"
 #include "table/sparse_row.hpp"
 #include "transport/delayed.hpp"

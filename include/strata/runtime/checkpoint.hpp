@@ -36,13 +36,13 @@
 #include "../core/ids.hpp"
 #include "../table/server_table.hpp"
 #include "../wire/sha256.hpp"
+#include "checkpoint_types.hpp"
 
 namespace strata::ckpt {
 
 inline constexpr std::uint32_t format_version = 1;
 inline constexpr std::string_view magic = "STRATACK";
 enum class kind : std::uint8_t { shard = 1, worker = 2 };
-using digest = std::array<std::uint8_t, 32>;
 
 inline digest sha256_of(std::span<const std::byte> bytes) noexcept {
   wire::detail::sha256 h;
@@ -251,10 +251,6 @@ inline void decode_tables(std::span<const std::byte> body, std::vector<std::uniq
 /// Where a resumed run starts: the newest checkpoint that the manifest lists as complete and whose
 /// every file (each shard's, each worker's) is whole and of this run; `refused` says why each newer
 /// one was passed over.
-struct resume_point {
-  clock_type clock = 0;
-  std::vector<std::string> refused;
-};
 
 inline resume_point find_resume(const std::filesystem::path& dir, std::uint32_t nodes, std::uint32_t workers, const digest& sig) {
   resume_point rp;

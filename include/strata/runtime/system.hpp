@@ -21,7 +21,7 @@
 #include "../table/table.hpp"
 #include "../transport/inproc.hpp"
 #include "../transport/transport.hpp"
-#include "checkpoint.hpp"
+#include "checkpoint_types.hpp"
 #include "coordinator.hpp"
 #include "options.hpp"
 #include "params.hpp"

@@ -18,13 +18,14 @@
 #include <vector>
 
 #include "../core/bytes.hpp"
+#include "../core/config.hpp"
 #include "../core/stats.hpp"
 #include "../table/client_table.hpp"
 #include "../table/table.hpp"
 #include "../wire/messages.hpp"
 #include "params.hpp"
 #include "actor.hpp"
-#include "checkpoint.hpp"
+#include "checkpoint_types.hpp"
 #include "task.hpp"
 
 namespace strata {
@@ -439,7 +440,7 @@ class worker : public actor {
   const std::string* resumed_state() const noexcept { return resumed_ ? &resumed_state_ : nullptr; }
 
   /// Runtime side: write a checkpoint file for this worker every `every` clocks into `dir`.
-  void enable_checkpoints(std::filesystem::path dir, clock_type every, ckpt::digest sig) {
+  void enable_checkpoints(std::string dir, clock_type every, ckpt::digest sig) {
     ckpt_dir_ = std::move(dir);
     ckpt_every_ = every;
     ckpt_sig_ = sig;
@@ -772,11 +773,9 @@ class worker : public actor {
   }
 
   /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
-  void write_checkpoint(clock_type m) {
-    const std::string state = save_state_ ? save_state_() : std::string();
-    const auto body = std::as_bytes(std::span(state.data(), state.size()));
-    ckpt::write_atomic(ckpt::worker_file(ckpt_dir_, m, id_), ckpt::seal(ckpt::kind::worker, id_, m, ckpt_sig_, body));
-  }
+  /// Writes this worker's checkpoint of clock m (runtime/impl/worker.ipp: the checkpoint files'
+  /// code stays out of the files that only use a worker).
+  STRATA_DECL void write_checkpoint(clock_type m);
 
   void flush(bool advance_clock, bool done = false) {
     const clock_type tag = clock_;
@@ -828,7 +827,7 @@ class worker : public actor {
   worker_map wm_;
   model_params mp_;
   clock_type clock_ = 0;
-  std::filesystem::path ckpt_dir_;
+  std::string ckpt_dir_;
   clock_type ckpt_every_ = 0;
   ckpt::digest ckpt_sig_{};
   std::function<std::string()> save_state_;
@@ -880,3 +879,7 @@ class worker : public actor {
 };
 
 }  // namespace strata
+
+#if STRATA_HEADER_ONLY
+#include "impl/worker.ipp"
+#endif

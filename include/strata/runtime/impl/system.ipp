@@ -23,6 +23,7 @@
 
 #include "../../core/affinity.hpp"
 #include "../../core/huge_pages.hpp"
+#include "../checkpoint.hpp"
 #include "../server.hpp"
 #include "../system.hpp"
 

@@ -8,9 +8,11 @@
 #include <strata/cost/system_model.hpp>
 #include <strata/cost/trace_fit.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -136,4 +138,106 @@ TEST_CASE("trace fit: too few runs for the system model names the files") {
     pts.push_back(cost::timing_of(cost::read_run_trace(files.back()->path)));
   }
   CHECK_THROWS_WITH_AS((void)cost::system_model<>::fit(pts), doctest::Contains("run2.jsonl:5"), strata::error);
+}
+
+// ---- traces written with --eval-every (issue 35) -------------------------------------------------
+//
+// Their objective and metric are null on the iterations not evaluated (README, "--eval-every"): a
+// timing fit takes every line, a convergence fit the evaluated lines only.
+
+TEST_CASE("trace fit: a committed --eval-every trace (benchmarks/results/essp/metrics) fits, timing from every line, progress from the evaluated ones") {
+  const std::filesystem::path dir = std::filesystem::path(STRATA_SOURCE_DIR) / "benchmarks/results/essp/metrics";
+  // MF: eval_every 4, 80 iterations; LDA: eval_every 2, 12 iterations (and a log-likelihood, maximised).
+  for (const auto& [name, every, last] : {std::tuple{"inproc_none_mf_essp_s1_seed1.jsonl", 4u, 80u},
+                                          std::tuple{"tcp_slow_lda_bsp_seed1.jsonl", 2u, 12u}}) {
+    const auto file = dir / name;
+    INFO(file.string());
+    REQUIRE(std::filesystem::exists(file));
+    const auto r = cost::read_run_trace(file);
+    CHECK(r.eval_every == every);
+    REQUIRE(r.iterations.size() == last + 1);
+    CHECK(std::isnan(r.iterations[1].objective));  // as committed: null where not evaluated
+    const auto tp = cost::timing_of(r);
+    CHECK(tp.seconds_per_iteration ==
+          doctest::Approx((r.iterations.back().elapsed_s - r.iterations[1].elapsed_s) / (last - 1)));
+    CHECK(tp.source == file.string() + ":" + std::to_string(last + 2));
+    const auto pp = cost::progress_of(r);
+    REQUIRE(pp.size() == last / every + 1);
+    for (std::size_t i = 0; i < pp.size(); ++i) {
+      CHECK(pp[i].at.iteration == static_cast<double>(i * every));
+      CHECK(std::isfinite(pp[i].value));
+      CHECK(pp[i].source == file.string() + ":" + std::to_string(i * every + 2));
+    }
+    CHECK(pp.back().value < pp.front().value);  // it converges
+    // The target reached at an evaluated iteration, with that iteration's elapsed time.
+    const auto at = cost::time_to(r, pp[1].value);
+    CHECK(at.iteration == static_cast<double>(every));
+    CHECK(at.seconds == r.iterations[every].elapsed_s);
+    // The metric (MF's test RMSE, LDA's log-likelihood) the same way.
+    const auto m = cost::read_run_trace(file, {.quantity = cost::fit_quantity::metric});
+    CHECK(cost::progress_of(m).size() == last / every + 1);
+  }
+}
+
+TEST_CASE("trace fit: a synthetic --eval-every trace: null objectives between the evaluated iterations") {
+  const std::string cfg =
+      R"({"config": {"trainer": "mf", "consistency": "essp", "staleness": 2, "workers": 2, "size": 10, "eval_every": 3, "iterations": 7}})";
+  auto line = [](int i, double elapsed, bool evaluated, double objective) {
+    const std::string v = evaluated ? std::to_string(objective) : "null";
+    return R"({"iteration": )" + std::to_string(i) + R"(, "elapsed_s": )" + std::to_string(elapsed) + R"(, "objective": )" + v +
+           R"(, "rmse": )" + v + "}\n";
+  };
+  // Evaluated: 0, 3, 6 (multiples of 3) and 7 (the last).
+  std::string text = cfg + "\n";
+  for (int i = 0; i <= 7; ++i) text += line(i, 1.0 + 0.5 * i, i % 3 == 0 || i == 7, 100.0 - 10 * i);
+  temp_trace t("eval_every.jsonl", text);
+  const auto r = cost::read_run_trace(t.path);
+  CHECK(r.iterations.size() == 8);
+  CHECK(cost::timing_of(r).seconds_per_iteration == doctest::Approx(0.5));
+  CHECK(cost::startup_of(r).seconds_per_iteration == doctest::Approx(1.5));
+  const auto pp = cost::progress_of(r);
+  REQUIRE(pp.size() == 4);
+  const double its[] = {0, 3, 6, 7}, vals[] = {10, 7, 4, 3};  // objective per item (size 10)
+  for (std::size_t i = 0; i < 4; ++i) {
+    CHECK(pp[i].at.iteration == its[i]);
+    CHECK(pp[i].value == doctest::Approx(vals[i]));
+  }
+  CHECK(pp[2].source == t.path.string() + ":8");
+  CHECK(cost::time_to(r, 5).iteration == 6);
+  CHECK(cost::time_to(r, 5).seconds == doctest::Approx(4.0));
+  CHECK(cost::progress_of(cost::read_run_trace(t.path, {.quantity = cost::fit_quantity::metric})).size() == 4);
+
+  std::string file;
+  // A null where the run evaluates (iteration 6, a multiple of 3): a diverged run, refused.
+  std::string diverged = cfg + "\n";
+  for (int i = 0; i <= 7; ++i) diverged += line(i, 1.0 + 0.5 * i, i % 3 == 0 && i < 6, 100.0 - 10 * i);
+  const std::string why = error_of(diverged, &file);
+  CHECK(why.find(file + ":8: \"objective\" is not a finite number at an evaluated iteration (eval_every 3)") != std::string::npos);
+  // Without eval_every every line must have it, as before.
+  CHECK(error_of(config_line + "\n" + it_line(0, "0", "-2000") + "\n" + it_line(1, "1", "null") + "\n", &file)
+            .find(file + ":3: \"objective\" is not a finite number") != std::string::npos);
+}
+
+TEST_CASE("trace fit: a trace with no objective on any line is refused for a convergence fit, naming the file") {
+  // Every line null: iteration 0 is one the run evaluates, so reading refuses it.
+  const std::string cfg = R"({"config": {"trainer": "mf", "workers": 2, "eval_every": 4, "iterations": 20}})";
+  std::string all_null = cfg + "\n";
+  for (int i = 0; i <= 3; ++i)
+    all_null += R"({"iteration": )" + std::to_string(i) + R"(, "elapsed_s": )" + std::to_string(i + 1) + R"(, "objective": null, "rmse": null})" "\n";
+  std::string file;
+  CHECK(error_of(all_null, &file).find(file + ":2: \"objective\" is not a finite number") != std::string::npos);
+  // A part of a run with no evaluated iteration in it (1..3 of eval_every 4): its timing fits, its
+  // convergence does not.
+  std::string part = cfg + "\n";
+  for (int i = 1; i <= 3; ++i)
+    part += R"({"iteration": )" + std::to_string(i) + R"(, "elapsed_s": )" + std::to_string(i + 1) + R"(, "objective": null, "rmse": null})" "\n";
+  temp_trace t("no_objective.jsonl", part);
+  const auto r = cost::read_run_trace(t.path);
+  CHECK(cost::timing_of(r).seconds_per_iteration == doctest::Approx(1.0));
+  const std::string no_objective = t.path.string() + ":4: no iteration record has \"objective\"",
+                    no_metric = t.path.string() + ":4: no iteration record has the metric \"rmse\"";
+  CHECK_THROWS_WITH_AS((void)cost::progress_of(r), doctest::Contains(no_objective.c_str()), strata::error);
+  CHECK_THROWS_WITH_AS((void)cost::time_to(r, 1.0), doctest::Contains(no_objective.c_str()), strata::error);
+  const auto m = cost::read_run_trace(t.path, {.quantity = cost::fit_quantity::metric});
+  CHECK_THROWS_WITH_AS((void)cost::progress_of(m), doctest::Contains(no_metric.c_str()), strata::error);
 }

@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
   wire::rows r;
   r.shard = 0, r.reflects = 3, r.acked_seq = 1, r.push = true, r.count = 1, r.payload = blob_of({1, 2, 3, 4});
   put(root / "frame/rows", wire::encode_message(src, dst, wire::message{r}));
+  r.writers = {3, 5, 2, strata::finished_clock};  // per-writer clocks, one of a finished writer
+  put(root / "frame/rows_writers", wire::encode_message(src, dst, wire::message{r}));
   put(root / "frame/app", wire::encode_message(src, dst, wire::message{wire::app{7, blob_of({'h', 'i'})}}));
   put(root / "frame/gather", wire::encode_message(src, dst, wire::message{wire::gather{1, 2, blob_of({9})}}));
   wire::gathered g;

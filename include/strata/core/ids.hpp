@@ -14,6 +14,11 @@ using clock_type = std::int64_t;   ///< a worker's iteration counter; starts at 
 /// "Reflects through nothing yet": a row that holds no complete clock.
 inline constexpr clock_type no_clock = -1;
 
+/// A finished worker's clock: above every clock a running worker reaches. In per-writer clocks
+/// (wire::rows::writers, worker::writer_clocks) it says the writer has finished and the row holds
+/// every update it made, so no read is stale with respect to it.
+inline constexpr clock_type finished_clock = std::numeric_limits<clock_type>::max() / 2;
+
 /// An addressable party: slot 0 of a node is its server shard, slot 1 + i its i-th local worker.
 struct endpoint {
   node_id node = 0;

@@ -10,8 +10,15 @@
 /// With `fit_quantity::metric` the metric (MF: test RMSE; LDA: log-likelihood, negated) is followed
 /// instead, as it is.
 ///
+/// A trace written with `--eval-every K` (the configuration's `eval_every` > 0) has the objective
+/// and the metric only on the evaluated iterations (every K-th, and the last; `null` elsewhere):
+/// the time per iteration is taken from every line as usual, and the convergence model's points
+/// (progress_of, time_to) from the evaluated lines only.
+///
 /// Bad input is an error, never a silent fit: a malformed line, non-increasing iteration numbers,
-/// a non-finite or decreasing elapsed time, a non-finite objective, or too few iterations, all as
+/// a non-finite or decreasing elapsed time, a non-finite objective where the run evaluates it
+/// (every line without `eval_every`; with it, iterations that are multiples of K and the configured
+/// last one), too few iterations, or, for the convergence model, no evaluated line at all, all as
 /// strata::error(bad_input) whose message starts "FILE:LINE:".
 #include <strata/core/error.hpp>
 #include <strata/core/json.hpp>
@@ -59,6 +66,13 @@ struct run_trace {
   fit_quantity quantity = fit_quantity::objective;
   bool sustained = true;
   json_value raw_config;
+  std::uint32_t eval_every = 0;    ///< the configuration's `eval_every` (0: every line evaluated)
+  /// Whether record k holds the followed quantity (objective or metric): false on the iterations a
+  /// run with `eval_every` did not evaluate (`null` in the trace).
+  bool evaluated(std::size_t k) const {
+    const auto& r = iterations.at(k);
+    return std::isfinite(quantity == fit_quantity::metric ? r.metric : r.objective);
+  }
 };
 
 namespace detail {
@@ -102,6 +116,13 @@ inline run_trace read_run_trace(const std::filesystem::path& path, const trace_f
   try {
     trace_reader r(path);
     t.raw_config = r.config();
+    // With --eval-every K, only these iterations must carry the objective and the metric; the
+    // others' are null (not evaluated). Every line must without it.
+    const double every = detail::config_number(t.raw_config, "eval_every", 0);
+    if (every >= 1 && every <= std::numeric_limits<std::uint32_t>::max() && every == std::floor(every))
+      t.eval_every = static_cast<std::uint32_t>(every);
+    const double last = detail::config_number(t.raw_config, "iterations", -1);
+    auto due = [&](std::uint32_t it) { return t.eval_every == 0 || it % t.eval_every == 0 || it == last; };
     while (auto rec = r.next()) {
       const std::size_t line = r.line_number();
       if (!t.iterations.empty() && rec->iteration <= t.iterations.back().iteration)
@@ -110,9 +131,12 @@ inline run_trace read_run_trace(const std::filesystem::path& path, const trace_f
       if (!std::isfinite(rec->elapsed_s)) detail::trace_fail(t.file, line, "\"elapsed_s\" is not a finite number");
       if (!t.iterations.empty() && rec->elapsed_s < t.iterations.back().elapsed_s)
         detail::trace_fail(t.file, line, "\"elapsed_s\" decreases");
-      if (!std::isfinite(rec->objective)) detail::trace_fail(t.file, line, "\"objective\" is not a finite number (a diverged run?)");
-      if (opt.quantity == fit_quantity::metric && !std::isfinite(rec->metric))
-        detail::trace_fail(t.file, line, "the metric \"" + rec->metric_name + "\" is not a finite number (a diverged run?)");
+      const bool must = due(rec->iteration);
+      const std::string when = t.eval_every == 0 ? "" : " at an evaluated iteration (eval_every " + std::to_string(t.eval_every) + ")";
+      if (must && !std::isfinite(rec->objective))
+        detail::trace_fail(t.file, line, "\"objective\" is not a finite number" + when + " (a diverged run?)");
+      if (must && opt.quantity == fit_quantity::metric && !std::isfinite(rec->metric))
+        detail::trace_fail(t.file, line, "the metric \"" + rec->metric_name + "\" is not a finite number" + when + " (a diverged run?)");
       t.iterations.push_back(std::move(*rec));
       t.lines.push_back(line);
     }
@@ -177,13 +201,35 @@ inline timing_point startup_of(const run_trace& t, const trace_fit_options& opt 
   return p;
 }
 
-/// The run's value (value_of) at each iteration (iteration 0 included; the convergence model
-/// leaves out what it cannot use).
+namespace detail {
+/// The records that hold the followed quantity (run_trace::evaluated), in order; throws, naming the
+/// file, when there is none (a convergence fit has nothing to follow).
+inline std::vector<std::size_t> evaluated_records(const run_trace& t) {
+  std::vector<std::size_t> ks;
+  for (std::size_t k = 0; k < t.iterations.size(); ++k)
+    if (t.evaluated(k)) ks.push_back(k);
+  if (ks.empty()) {
+    const std::string what = t.quantity == fit_quantity::metric
+                                 ? "the metric" + (t.iterations.empty() ? std::string() : " \"" + t.iterations.front().metric_name + "\"")
+                                 : std::string("\"objective\"");
+    trace_fail(t.file, t.lines.empty() ? 1 : t.lines.back(),
+               "no iteration record has " + what + " (" + std::to_string(t.iterations.size()) +
+                   " record(s), every one null or absent): nothing to fit the convergence model to");
+  }
+  return ks;
+}
+}  // namespace detail
+
+/// The run's value (value_of) at each evaluated iteration (iteration 0 included; the convergence
+/// model leaves out what it cannot use): every record, or with `eval_every` the records that hold
+/// the value. Throws when no record does.
 inline std::vector<progress_point> progress_of(const run_trace& t) {
-  std::vector<progress_point> out(t.iterations.size());
+  const auto ks = detail::evaluated_records(t);
+  std::vector<progress_point> out(ks.size());
   double worst = -std::numeric_limits<double>::infinity();
-  for (std::size_t k = t.iterations.size(); k-- > 0;) {
-    auto& p = out[k];
+  for (std::size_t i = ks.size(); i-- > 0;) {
+    const std::size_t k = ks[i];
+    auto& p = out[i];
     p.at = t.config;
     p.at.iteration = t.iterations[k].iteration;
     const double v = value_of(t, t.iterations[k]);
@@ -194,16 +240,17 @@ inline std::vector<progress_point> progress_of(const run_trace& t) {
   return out;
 }
 
-/// The first iteration at which the run's value (value_of; sustained, see trace_fit_options) is ≤ target, and the elapsed
-/// seconds then; {-1, -1} when the run never gets there.
+/// The first (evaluated) iteration at which the run's value (value_of; sustained, see trace_fit_options) is ≤ target, and the elapsed
+/// seconds then; {-1, -1} when the run never gets there. Throws when no record holds the value.
 struct reached {
   double iteration = -1, seconds = -1;
   bool ok() const noexcept { return iteration >= 0; }
 };
 inline reached time_to(const run_trace& t, double target) {
-  const auto pts = progress_of(t);  // sustained values when the run asks for them
-  for (std::size_t k = 0; k < pts.size(); ++k)
-    if (pts[k].value <= target) return {pts[k].at.iteration, t.iterations[k].elapsed_s};
+  const auto ks = detail::evaluated_records(t);
+  const auto pts = progress_of(t);  // sustained values when the run asks for them; one per ks
+  for (std::size_t i = 0; i < pts.size(); ++i)
+    if (pts[i].value <= target) return {pts[i].at.iteration, t.iterations[ks[i]].elapsed_s};
   return {};
 }
 

@@ -26,13 +26,14 @@ namespace strata {
 /// One process's server shard. Not thread-safe: the runtime calls it from one thread.
 class server_shard {
  public:
-  static constexpr clock_type finished = std::numeric_limits<clock_type>::max() / 2;
+  /// A finished worker's clock (so the minimum clock is over the workers still running).
+  static constexpr clock_type finished = finished_clock;
 
   server_shard(node_id me, worker_map wm, model_params mp, std::vector<std::unique_ptr<server_table_base>> tables,
                send_fn send)
       : me_(me), wm_(wm), mp_(mp), tables_(std::move(tables)), send_(std::move(send)),
         clock_(wm.workers(), 0), folded_seq_(wm.workers(), 0), has_subs_(wm.workers(), false),
-        newest_(wm.workers(), no_clock) {}
+        newest_(wm.workers(), no_clock), done_tag_(wm.workers(), 0) {}
 
   void on_message(endpoint src, wire::message&& m) {
     std::visit([&](auto& x) { handle(src, x); }, m);
@@ -40,8 +41,14 @@ class server_shard {
 
   clock_type min_clock() const noexcept { return min_; }
   /// Per worker, the newest clock tag of its flushes whose increments this shard's rows hold
-  /// (`no_clock` before the first): what rows replied and pushed carry as `wire::rows::writers`.
+  /// (`no_clock` before the first): what rows replied and pushed carry as `wire::rows::writers`,
+  /// except for a worker that is `complete`.
   const std::vector<clock_type>& newest_applied() const noexcept { return newest_; }
+  /// Whether worker q has finished and this shard's rows hold every update it made (its last
+  /// flush applied; under exact snapshots, folded): rows sent from then on carry `finished_clock`
+  /// as its writer clock, so readers leave it out of their per-writer staleness (it can write
+  /// nothing more that they could miss).
+  bool complete(worker_id q) const noexcept { return clock_[q] == finished && newest_[q] >= done_tag_[q]; }
   server_table_base& table(table_id t) { return *tables_.at(t); }
   std::size_t num_tables() const noexcept { return tables_.size(); }
 
@@ -79,6 +86,7 @@ class server_shard {
     if (mp_.exact) pending_seq_.push_back({f.tag, f.from, f.seq});
     else folded_seq_[f.from] = f.seq, newest_[f.from] = std::max(newest_[f.from], f.tag);
     clock_[f.from] = f.done ? finished : std::max(clock_[f.from], f.new_clock);
+    if (f.done) done_tag_[f.from] = f.tag;  // complete once the rows hold this flush (newest_ reaches it)
     if (f.done)
       for (const auto& [round, c] : collectives_)
         if (!c.have[f.from])
@@ -231,6 +239,7 @@ class server_shard {
     std::fill(folded_seq_.begin(), folded_seq_.end(), 0);
     std::fill(has_subs_.begin(), has_subs_.end(), false);
     std::fill(newest_.begin(), newest_.end(), no_clock);
+    std::fill(done_tag_.begin(), done_tag_.end(), 0);
     pending_seq_.clear();
     parked_.clear();
     dirty_.clear();
@@ -241,10 +250,17 @@ class server_shard {
 
  private:
 
-  /// The writer clocks that go with rows encoded now (empty when every one is at `reflects`).
+  /// The writer clocks that go with rows encoded now: newest_applied, and `finished_clock` for a
+  /// complete writer (empty when every one is at `reflects`).
   std::vector<clock_type> writers(clock_type reflects) const {
-    if (std::all_of(newest_.begin(), newest_.end(), [&](clock_type c) { return c == reflects; })) return {};
-    return newest_;
+    const std::size_t P = newest_.size();
+    auto at = [&](std::size_t q) { return complete(static_cast<worker_id>(q)) ? finished_clock : newest_[q]; };
+    std::size_t q = 0;
+    while (q < P && at(q) == reflects) ++q;
+    if (q == P) return {};
+    std::vector<clock_type> out(P);
+    for (q = 0; q < P; ++q) out[q] = at(q);
+    return out;
   }
 
   /// A reply to worker `w` being filled: rows as the shard holds them now, in messages of about
@@ -452,7 +468,8 @@ class server_shard {
   clock_type min_ = 0;
   std::vector<std::uint64_t> folded_seq_;
   std::vector<bool> has_subs_;
-  std::vector<clock_type> newest_;  // per worker: newest flush tag applied to the rows
+  std::vector<clock_type> newest_;    // per worker: newest flush tag applied to the rows
+  std::vector<clock_type> done_tag_;  // per finished worker: the tag of its last ("done") flush
   /// Exact models: a flush's sequence number, acknowledged when the minimum clock passes its tag.
   struct held_seq {
     clock_type tag;

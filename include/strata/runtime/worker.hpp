@@ -35,9 +35,11 @@ struct worker_stats {
   /// Every read's (c - 1) - t: c the reader's clock, t the clock through which the row holds every
   /// update of every worker (the minimum over writers, so a bound on how stale the row is).
   int_histogram min_clock_staleness;
-  /// For every read and every *other* worker q: (c - 1) - (newest clock tag of q's updates the row
-  /// holds). Negative when the row already holds q's updates from the reader's clock or later.
-  /// Nothing is recorded with a single worker.
+  /// For every read and every *other* worker q that can still write: (c - 1) - (newest clock tag
+  /// of q's updates the row holds). Negative when the row already holds q's updates from the
+  /// reader's clock or later. A writer that has finished, with all its updates in the row (its
+  /// clock `finished_clock` in the row's writer clocks), is left out. Nothing is recorded with a
+  /// single worker.
   int_histogram writer_staleness;
   double wait_s = 0;              ///< time spent suspended in get / inc / finish
   std::uint64_t reads = 0;        ///< get() calls
@@ -142,8 +144,9 @@ class worker : public actor {
     return t;
   }
   /// Per worker q, the newest clock tag of q's updates that the cached copy of row `r` holds (from
-  /// the shard's applied flushes when it sent the row, or a later push); empty when the row is not
-  /// cached. What every read of the row records into `worker_stats::writer_staleness`.
+  /// the shard's applied flushes when it sent the row, or a later push), or `finished_clock` when q
+  /// had finished and the row held all its updates; empty when the row is not cached. What every
+  /// read of the row records into `worker_stats::writer_staleness`.
   template <row_type R>
   std::vector<clock_type> writer_clocks(table_handle<R> h, row_id r) {
     auto* e = table<R>(h).find(r);
@@ -716,7 +719,7 @@ class worker : public actor {
     return last_view_[s] = id;
   }
   /// Expands the reads counted since the last call into `writer_staleness`: for each view read n
-  /// times at clock c, n reads of (c - 1) - clock of q, for every other worker q.
+  /// times at clock c, n reads of (c - 1) - clock of q, for every other worker q not finished.
   void settle_reads() const {
     const std::size_t P = wm_.workers();
     for (const std::uint32_t v : touched_) {
@@ -724,7 +727,7 @@ class worker : public actor {
       if (v == 0) continue;  // rows without writer clocks (none reach a counted read today)
       const clock_type* b = &view_clocks_[std::size_t{v} * P];
       for (std::size_t q = 0; q < P; ++q)
-        if (q != id_) stats_.writer_staleness.add((clock_ - 1) - b[q], n);
+        if (q != id_ && b[q] != finished_clock) stats_.writer_staleness.add((clock_ - 1) - b[q], n);
     }
     touched_.clear();
   }

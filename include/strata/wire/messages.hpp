@@ -19,7 +19,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 4;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done; 4: a row request names several rows
+inline constexpr std::uint32_t protocol_version = 5;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done; 4: a row request names several rows; 5: writer clocks say which writers have finished
 
 namespace detail {
 /// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it
@@ -36,8 +36,9 @@ void flag(Ar& ar, bool& b) {
 }  // namespace detail
 
 /// Per-writer clocks on the wire, compactly: each as its difference from a base clock (`rows::reflects`),
-/// zigzag-encoded in LEB128 varints (one byte per writer while the difference is within ±63), after a
-/// u16 byte count. An empty vector (every writer at the base) is the two bytes of the count.
+/// zigzag-encoded plus one in LEB128 varints (one byte per writer while the difference is within
+/// ±63), after a u16 byte count; the varint 0 is `finished_clock` (a finished writer, one byte). An
+/// empty vector (every writer at the base) is the two bytes of the count.
 namespace detail {
 template <class Ar>
 void save_clocks(Ar& ar, const std::vector<clock_type>& v, clock_type base) {
@@ -47,6 +48,8 @@ void save_clocks(Ar& ar, const std::vector<clock_type>& v, clock_type base) {
     for (clock_type c : v) {
       const auto d = static_cast<std::uint64_t>(c) - static_cast<std::uint64_t>(base);
       std::uint64_t z = (d << 1) ^ (0 - (d >> 63));  // zigzag of the signed difference
+      if (c == finished_clock) z = 0;
+      else if (++z == 0) throw std::runtime_error("writer clock " + std::to_string(c) + " too far from " + std::to_string(base));
       do {
         std::uint8_t b = z & 0x7f;
         z >>= 7;
@@ -74,6 +77,11 @@ void load_clocks(Ar& ar, std::vector<clock_type>& v, clock_type base) {
       z |= static_cast<std::uint64_t>(b & 0x7f) << shift;
       if (!(b & 0x80)) break;
     }
+    if (z == 0) {
+      v.push_back(finished_clock);
+      continue;
+    }
+    --z;
     const std::uint64_t d = (z >> 1) ^ (0 - (z & 1));
     v.push_back(static_cast<clock_type>(static_cast<std::uint64_t>(base) + d));
   }
@@ -152,8 +160,10 @@ struct row_request {
 /// Every row in it reflects all updates through `reflects` and holds the worker's flushes up to
 /// `acked_seq` and none after. Payload: `count` times (table u32, row u64, encoded row).
 /// `writers[q]`: the newest clock tag of worker q's flushes the shard had applied when it encoded
-/// these rows (so every row here holds q's updates through that clock); empty when every writer is
-/// at `reflects` (always so under exact snapshots). On the wire as differences from `reflects`.
+/// these rows (so every row here holds q's updates through that clock), or `finished_clock` once q
+/// has finished and every row here holds all its updates; empty when every writer is at `reflects`
+/// (always so under exact snapshots while every worker runs). On the wire as differences from
+/// `reflects`.
 struct rows {
   node_id shard = 0;
   clock_type reflects = no_clock;

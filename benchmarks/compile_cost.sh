@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     *) echo "compile_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -x /usr/bin/time ] || bash "$root/scripts/deps.sh" time
+{ [ -x /usr/bin/time ] && command -v bc >/dev/null; } || bash "$root/scripts/deps.sh" time bc
 cxx="${CXX:-g++}"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/strata-compile-cost.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT

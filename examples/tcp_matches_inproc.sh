@@ -5,12 +5,25 @@
 #   examples/tcp_matches_inproc.sh LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
 #
 # FIELD is the summary field to compare (test_rmse for strata_mf, loglik for strata_lda).
+# TOLERANCE "bits": both runs also --save their model, and the two files must be byte-identical
+# (BSP sums each clock's floating-point updates in writer order, whatever order they arrive in).
 set -euo pipefail
 [ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
 launch=$1 port=$2 n=$3 field=$4 tol=$5
 shift 6
 pick() { grep -o " $field=[^ ]*" | head -n1 | cut -d= -f2; }
-a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet | pick)
-b=$(bash "$launch" -n "$n" --base-port "$port" -- "$@" --transport tcp --workers 1 --consistency bsp --quiet | grep '^\[0\] ' | pick)
+save_a=() save_b=()
+if [ "$tol" = bits ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  save_a=(--save "$tmp/inproc.model") save_b=(--save "$tmp/tcp.model")
+fi
+a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet "${save_a[@]}" | pick)
+b=$(bash "$launch" -n "$n" --base-port "$port" -- "$@" --transport tcp --workers 1 --consistency bsp --quiet "${save_b[@]}" | grep '^\[0\] ' | pick)
 echo "inproc ($n nodes x 1 worker): $field=$a; tcp ($n processes x 1 worker): $field=$b; tolerance $tol"
+if [ "$tol" = bits ]; then
+  if [ -z "$a" ] || [ -z "$b" ] || ! cmp "$tmp/inproc.model" "$tmp/tcp.model"; then echo "MISMATCH"; exit 1; fi
+  echo "MATCH (models byte-identical, $(wc -c < "$tmp/tcp.model") bytes)"
+  exit 0
+fi
 awk -v a="$a" -v b="$b" -v t="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; if (a == "" || b == "" || d > t) { print "MISMATCH"; exit 1 } print "MATCH" }'

@@ -237,7 +237,7 @@ inline void decode_tables(std::span<const std::byte> body, std::vector<std::uniq
       const auto rows = in.get<std::uint64_t>();
       for (std::uint64_t i = 0; i < rows; ++i) {
         const auto r = in.get<row_id>();
-        t->apply(r, in, 0, true);
+        t->apply(r, in, 0, 0, true);
       }
     }
     if (!in.done()) throw error(errc::bad_input, "trailing bytes");

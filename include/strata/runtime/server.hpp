@@ -72,7 +72,7 @@ class server_shard {
       const auto t = in.get<table_id>();
       const auto r = in.get<row_id>();
       if (t >= tables_.size()) throw error(errc::bad_frame, "flush names unknown table " + std::to_string(t));
-      tables_[t]->apply(r, in, f.tag, !mp_.exact);
+      tables_[t]->apply(r, in, f.tag, f.from, !mp_.exact);
       if (!mp_.exact) touched.emplace_back(t, r);
     }
     if (!shadow_.empty()) {  // checkpoints of a model that applies at once: the same updates, held by clock
@@ -80,7 +80,7 @@ class server_shard {
       for (std::uint32_t i = 0; i < f.count; ++i) {
         const auto t = again.get<table_id>();
         const auto r = again.get<row_id>();
-        shadow_[t]->apply(r, again, f.tag, false);
+        shadow_[t]->apply(r, again, f.tag, f.from, false);
       }
     }
     if (mp_.exact) pending_seq_.push_back({f.tag, f.from, f.seq});

@@ -5,7 +5,9 @@
 #include <deque>
 #include <iterator>
 #include <memory>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "../core/bytes.hpp"
@@ -20,10 +22,14 @@ class server_table_base {
  public:
   virtual ~server_table_base() = default;
   /// Decodes one row delta from `in` and applies it now (immediate) or holds it under `tag` (exact).
-  virtual void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) = 0;
+  /// Consumes one encoded row delta of writer `from` from `in`: added to the row when
+  /// `immediate`, else held with clock `tag` until fold().
+  virtual void apply(row_id row, byte_reader& in, clock_type tag, worker_id from, bool immediate) = 0;
   /// Consumes one encoded row delta from `in`, checking it (width, columns) without applying it.
   virtual void check(byte_reader& in) const = 0;
-  /// Folds the held deltas with tag < `below` into the rows; appends the rows it changed.
+  /// Folds the held deltas with tag < `below` into the rows, oldest clock first and, for rows of
+  /// floating-point values, each clock's writers in the order of their ids, so that the sums do
+  /// not depend on the order in which flushes arrived; appends the rows it changed.
   virtual void fold(clock_type below, std::vector<row_id>& changed) = 0;
   /// Appends the current row (zero row if never written) in wire form.
   virtual void encode(row_id row, byte_writer& out) = 0;
@@ -44,17 +50,17 @@ class server_table final : public server_table_base {
  public:
   explicit server_table(std::size_t width) : width_(width), spare_(width) {}
 
-  void apply(row_id row, byte_reader& in, clock_type tag, bool immediate) override {
+  void apply(row_id row, byte_reader& in, clock_type tag, worker_id from, bool immediate) override {
     if constexpr (requires(R& r) { r.add_encoded(in); }) {  // opt-in: add straight from the bytes
       if (immediate) return slot(row).data.add_encoded(in);
-      auto& p = held(tag);
+      auto& p = held(tag, from);
       if (auto it = p.find(row); it != p.end()) it->second.add_encoded(in);
       else hold(p, row, in);
     } else {
       R d = R::decode(in, width_);
       if (immediate) slot(row).data.add(d);
       else {
-        auto& p = held(tag);
+        auto& p = held(tag, from);
         auto [it, fresh] = p.try_emplace(row, std::move(d));
         if (!fresh) it->second.add(d);
       }
@@ -62,10 +68,10 @@ class server_table final : public server_table_base {
   }
   void check(byte_reader& in) const override { skip_row<R>(in, width_); }
   void fold(clock_type below, std::vector<row_id>& changed) override {
-    for (;;) {  // oldest clock first
+    for (;;) {  // oldest clock first, then the lowest writer id
       held_clock* h = nullptr;
       for (auto& c : pending_)
-        if (c.used && c.tag < below && (!h || c.tag < h->tag)) h = &c;
+        if (c.used && c.tag < below && (!h || std::pair(c.tag, c.from) < std::pair(h->tag, h->from))) h = &c;
       if (!h) return;
       auto apply_held = [&](row_id r, const R& d) {
         slot(r).data.add(d);
@@ -148,20 +154,29 @@ class server_table final : public server_table_base {
   /// their clocks, keeping the map's buckets.
   struct held_clock {
     clock_type tag = 0;
+    worker_id from = 0;  ///< the writer, where the order of the sums matters (else 0)
     bool used = false;
     held_rows rows;
   };
-  /// The held deltas of clock `tag`: in a free slot if there are none yet. A flush's rows share
-  /// one tag, so the slot found last is tried first (the others are searched once per flush).
-  held_rows& held(clock_type tag) {
-    if (last_held_ && last_held_->used && last_held_->tag == tag) return last_held_->rows;
+  /// Floating-point sums depend on their order: each writer's deltas of a clock are held apart
+  /// and folded in writer order, so that a BSP run's tables are the same bits whatever order
+  /// flushes arrive in (threads, sockets). Integer sums are the same in any order: one slot per
+  /// clock. The cost: up to one held copy of a row per writer that changed it in the clock.
+  static constexpr bool order_matters = std::is_floating_point_v<typename R::value_type>;
+  /// The held deltas of clock `tag` (and writer `from`, where the order matters): in a free slot
+  /// if there are none yet. A flush's rows share one slot, so the slot found last is tried first
+  /// (the others are searched once per flush).
+  held_rows& held(clock_type tag, worker_id from) {
+    if constexpr (!order_matters) from = 0;
+    if (last_held_ && last_held_->used && last_held_->tag == tag && last_held_->from == from) return last_held_->rows;
     held_clock* free = nullptr;
     for (auto& c : pending_) {
-      if (c.used && c.tag == tag) return (last_held_ = &c)->rows;
+      if (c.used && c.tag == tag && c.from == from) return (last_held_ = &c)->rows;
       if (!c.used && !free) free = &c;
     }
     if (!free) free = &pending_.emplace_back();
     free->tag = tag;
+    free->from = from;
     free->used = true;
     return (last_held_ = free)->rows;
   }

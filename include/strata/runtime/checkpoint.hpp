@@ -31,6 +31,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "../core/atomic_file.hpp"
 #include "../core/bytes.hpp"
 #include "../core/error.hpp"
 #include "../core/ids.hpp"
@@ -67,35 +68,14 @@ inline std::filesystem::path worker_file(const std::filesystem::path& dir, clock
 inline std::filesystem::path manifest_file(const std::filesystem::path& dir) { return dir / "manifest"; }
 
 namespace detail {
-inline error io_error(const std::filesystem::path& p, const char* what) {
-  return error(errc::bad_input, "checkpoint: cannot " + std::string(what) + " " + p.string() + ": " + std::strerror(errno));
-}
-inline void fsync_path(const std::filesystem::path& p, int flags) {
-  const int fd = ::open(p.c_str(), flags);
-  if (fd < 0) throw io_error(p, "open");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw io_error(p, "fsync");
-}
+inline error io_error(const std::filesystem::path& p, const char* what) { return file_error(p, std::string(what) + " checkpoint file"); }
 }  // namespace detail
 
-/// Writes `bytes` to `p` so that a reader sees either the old file or the whole new one: a
-/// temporary file beside it, fsync, rename over `p`, fsync of the folder. Creates the folder.
+/// Writes `bytes` to `p` so that a reader sees either the old file or the whole new one
+/// (core/atomic_file.hpp: temporary file, fsync, rename, fsync of the folder). Creates the folder.
 inline void write_atomic(const std::filesystem::path& p, std::span<const std::byte> bytes) {
   std::filesystem::create_directories(p.parent_path());
-  const auto tmp = std::filesystem::path(p.string() + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw detail::io_error(tmp, "create");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) throw detail::io_error(tmp, "write");
-  }
-  detail::fsync_path(tmp, O_RDONLY);
-  std::error_code ec;
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) throw error(errc::bad_input, "checkpoint: cannot rename " + tmp.string() + " to " + p.string() + ": " + ec.message());
-  detail::fsync_path(p.parent_path(), O_RDONLY | O_DIRECTORY);
+  write_file_atomic(p, bytes);
 }
 
 inline std::vector<std::byte> read_all(const std::filesystem::path& p) {

@@ -100,7 +100,7 @@ class atomic_file {
   /// fsync, rename over the target, fsync of its folder. Throws (and leaves the target as it was)
   /// when any step fails.
   void commit() {
-    if (::fsync(fd_) != 0 && !(in_place_ && errno == EINVAL)) throw file_error(target_, "fsync");
+    if (!in_place_ && ::fsync(fd_) != 0) throw file_error(target_, "fsync");  // a device or FIFO has nothing to sync
     const int rc = ::close(fd_);
     fd_ = -1;
     if (rc != 0) throw file_error(target_, "write (close)");

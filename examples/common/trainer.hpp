@@ -79,7 +79,7 @@ struct trainer_cli {
                  "also time a plain single-threaded loop over the same epochs/sweeps, best of 3 interleaved with 2 more "
                  "runs of the trainer (one process), and print the per-thread ratio");
   }
-  /// Registers --checkpoint-dir, --checkpoint-every and --resume (trainers whose workers checkpoint
+  /// Registers --checkpoint-dir, --checkpoint-every, --checkpoint-keep and --resume (trainers whose workers checkpoint
   /// their own state: worker::on_checkpoint). The trainer sets so.checkpoint.run_tag to what must
   /// match for a checkpoint to be resumed (data, model settings; not --iterations).
   void add_checkpoint_flags() {
@@ -87,6 +87,7 @@ struct trainer_cli {
     app.get_option("--checkpoint-every")->check(strata::examples::positive);
     app.get_option("--checkpoint-dir")->needs(app.get_option("--checkpoint-every"));
     app.get_option("--checkpoint-every")->needs(app.get_option("--checkpoint-dir"));
+    app.get_option("--checkpoint-keep")->needs(app.get_option("--checkpoint-dir"))->check(CLI::Range(0, 1 << 20));
   }
   /// Prints where a resumed run started and why newer checkpoints were refused (lead process).
   /// Call it after the trainer has added its tables (they are part of a checkpoint's signature).

@@ -22,6 +22,12 @@
 #include <string>
 #include <vector>
 
+#include <csignal>
+#include <cstring>
+#include <functional>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace ml = strata::ml;
@@ -441,4 +447,120 @@ TEST_CASE("LDA model: top words on a small hand-made model, and malformed files 
     std::istringstream s(text);
     CHECK(bad_input([&] { (void)ml::read_lda_model(s, "m"); }).find(where) == 0);
   }
+}
+
+namespace {
+
+/// What `save` throws in a child process whose files may not grow past 4 KiB (RLIMIT_FSIZE, as a
+/// full disk would stop them): "" when it throws nothing, "CRASH" when the child dies.
+template <class F>
+std::string in_small_fs(F&& save) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG instead of killing
+    const rlimit lim{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string what;
+    try {
+      save();
+    } catch (const std::exception& e) {
+      what = e.what();
+    }
+    (void)!::write(fds[1], what.data(), what.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string what;
+  char buf[512];
+  for (::ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? what : "CRASH";
+}
+
+/// The names in `dir`.
+std::vector<std::string> names_in(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--save on a full disk or into a folder it cannot write leaves the previous model whole and names the file and the reason") {
+  const auto dir = std::filesystem::temp_directory_path() / ("strata_test_models_save_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto mf = dir / "mf.model", lda = dir / "lda.model";
+  auto m = ml::mf_biased_model::zeros(8, 200, 100, 3.5f);  // ~20 KiB of text: past the 4 KiB limit
+  for (std::size_t i = 0; i < m.users.size(); ++i) m.users[i] = 0.001f * static_cast<float>(i % 997);
+  ml::lda_word_topic_model lm;
+  lm.topics = 5;
+  lm.vocab = 2000;
+  lm.words.resize(lm.vocab, {{0, 3}, {4, 1}});
+  const std::string before = "the previous model\n";
+  std::ofstream(mf) << before;
+  std::ofstream(lda) << before;
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+
+  SUBCASE("the disk fills up (RLIMIT_FSIZE): EFBIG") {
+    for (auto [file, save] : {std::pair<std::filesystem::path, std::function<void()>>{mf, [&] { ml::write_mf_model(mf, m); }},
+                              {lda, [&] { ml::write_lda_model(lda, lm); }}}) {
+      INFO(file);
+      const auto what = in_small_fs(save);
+      CHECK(what.find(file.string()) != std::string::npos);
+      CHECK(what.find(std::strerror(EFBIG)) != std::string::npos);
+      CHECK(what.find("malformed input") == std::string::npos);
+      CHECK(read(file) == before);  // not cut short
+    }
+    CHECK(names_in(dir) == std::vector<std::string>{"lda.model", "mf.model"});  // no temporary file left
+    ml::write_mf_model(mf, m);  // without the limit the same call writes the whole model
+    CHECK(ml::read_mf_model(mf.string()).users == m.users);
+  }
+  SUBCASE("a device that is always full (/dev/full) is written in place, and its ENOSPC named") {
+    try {
+      ml::write_mf_model("/dev/full", m);
+      FAIL("no error");
+    } catch (const strata::error& e) {
+      CHECK(std::string(e.what()).find("/dev/full") != std::string::npos);
+      CHECK(std::string(e.what()).find(std::strerror(ENOSPC)) != std::string::npos);
+    }
+    CHECK(std::filesystem::is_character_file("/dev/full"));
+  }
+  SUBCASE("a folder that is a file (ENOTDIR), or read-only (EACCES, when not root)") {
+    try {
+      ml::write_lda_model(mf / "x.model", lm);
+      FAIL("no error");
+    } catch (const strata::error& e) {
+      CHECK(std::string(e.what()).find((mf / "x.model").string()) != std::string::npos);
+      CHECK(std::string(e.what()).find(std::strerror(ENOTDIR)) != std::string::npos);
+      CHECK(std::string(e.what()).find("malformed input") == std::string::npos);
+    }
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    if (::access(dir.c_str(), W_OK) == 0) {
+      MESSAGE("running as root: a read-only folder is writable, its case is not checked");
+    } else {
+      try {
+        ml::write_mf_model(mf, m);
+        FAIL("no error");
+      } catch (const strata::error& e) {
+        CHECK(std::string(e.what()).find(mf.string()) != std::string::npos);
+        CHECK(std::string(e.what()).find(std::strerror(EACCES)) != std::string::npos);
+      }
+      CHECK(read(mf) == before);
+    }
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  }
+  std::filesystem::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include "../support/deadline.hpp"
 #include "../support/scratch.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -105,7 +106,7 @@ TEST_CASE("checkpoint file: round trip, and refused when corrupt, of another ver
   const auto body = std::as_bytes(std::span(text.data(), text.size()));
   const auto p = ckpt::worker_file(s.dir, 10, 3);
   ckpt::write_atomic(p, ckpt::seal(ckpt::kind::worker, 3, 10, sig, body));
-  CHECK(!fs::exists(p.string() + ".tmp"));
+  for (const auto& e : fs::directory_iterator(p.parent_path())) CHECK(e.path() == p);  // no temporary file left
   const auto back = ckpt::unseal(p, ckpt::kind::worker, 3, 10, sig);
   CHECK(std::string(reinterpret_cast<const char*>(back.data()), back.size()) == text);
 
@@ -163,8 +164,20 @@ TEST_CASE("checkpoint: a BSP run interrupted and resumed ends with exactly the u
     REQUIRE(resumed.stats.writer_staleness.count() > 0);
     CHECK(resumed.stats.writer_staleness.stats().min() == 0);
     CHECK(resumed.stats.writer_staleness.stats().max() == 0);
-    // The resumed run wrote on: 15 and 20 are complete now too.
-    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 10, 15, 20});
+    // The resumed run wrote on: 15 and 20 are complete now, and only the newest 2 (the default
+    // checkpoint.keep) are kept: the manifest lists them, the older folders are gone.
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{15, 20});
+    CHECK(!fs::exists(ckpt::clock_dir(s.dir, 5)));
+    CHECK(!fs::exists(ckpt::clock_dir(s.dir, 10)));
+    CHECK(fs::exists(ckpt::shard_file(s.dir, 15, 1)));
+    CHECK(fs::exists(ckpt::worker_file(s.dir, 15, 3)));
+
+    // Resumed at the last checkpoint, the final clock: nothing is left to run, the tables are the
+    // uninterrupted run's.
+    const auto at_end = run_bsp(resume, 20);
+    REQUIRE(at_end.resumed);
+    CHECK(at_end.resumed->clock == 20);
+    check_same(at_end.rows, whole);
   });
 }
 
@@ -207,6 +220,7 @@ TEST_CASE("checkpoint: under every model a checkpoint holds exactly the updates 
     strata::system_config cfg{.nodes = 2, .workers_per_node = 2, .staleness = 3, .value_bound = 4.0};
     cfg.checkpoint.dir = s.dir.string();
     cfg.checkpoint.every = 3;
+    cfg.checkpoint.keep = 0;  // every checkpoint stays
     strata::delayed<strata::inproc>::config dc;
     dc.delay.latency = std::chrono::microseconds(50);
     dc.delay.jitter = std::chrono::microseconds(600);
@@ -246,5 +260,43 @@ TEST_CASE("checkpoint: under every model a checkpoint holds exactly the updates 
     one(std::type_identity<strata::essp<3>>{}, "essp");
     one(std::type_identity<strata::vap<4.0>>{}, "vap");
     one(std::type_identity<strata::async>{}, "async");
+  });
+}
+
+TEST_CASE("checkpoint: keep K deletes all but the newest K, and a folder in use or holding another run's checkpoints is refused") {
+  within(std::chrono::seconds(120), "checkpoint folder", [] {
+    scratch s("folder");
+    strata::system_config cfg{.nodes = 2, .workers_per_node = 1};
+    cfg.checkpoint.dir = s.dir.string();
+    cfg.checkpoint.every = 1;
+    cfg.checkpoint.keep = 3;
+    cfg.checkpoint.run_tag = "first";
+    (void)run_bsp(cfg, 7);
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 6, 7});
+    std::vector<std::string> clocks;
+    for (const auto& e : fs::directory_iterator(s.dir))
+      if (e.path().filename().string().rfind("clock-", 0) == 0) clocks.push_back(e.path().filename().string());
+    std::sort(clocks.begin(), clocks.end());
+    CHECK(clocks == std::vector<std::string>{"clock-5", "clock-6", "clock-7"});
+
+    {  // a second system writing the same folder while the first holds it
+      strata::system<strata::bsp> holder(cfg);
+      auto t = holder.add_table<drow>(2);
+      holder.run([&](strata::worker& w) { return program(w, t, 1); });  // holds its lock while it lives
+      try {
+        (void)run_bsp(cfg, 3);
+        FAIL("the second run was not refused");
+      } catch (const strata::error& e) {
+        const std::string what = e.what();
+        CHECK(what.find("checkpoint folder " + s.dir.string() + " is in use by another run") != std::string::npos);
+        CHECK(what.find("process " + std::to_string(::getpid())) != std::string::npos);
+      }
+    }
+    (void)run_bsp(cfg, 2);  // the holder is gone: the folder is free again (same run: accepted)
+
+    auto other = cfg;
+    other.checkpoint.run_tag = "second";
+    CHECK_THROWS_WITH_AS(run_bsp(other, 2), doctest::Contains("holds checkpoints of another run"), strata::error);
+    CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 6, 7});  // untouched
   });
 }

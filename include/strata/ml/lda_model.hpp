@@ -15,6 +15,7 @@
 /// n_k are their column sums. The documents' topic assignments are not saved, so a loaded model
 /// can be evaluated and inspected but a Gibbs chain cannot resume from it. A malformed file throws
 /// strata::error(bad_input, "FILE:LINE: what").
+#include <strata/core/atomic_file.hpp>
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 #include <strata/ml/lda.hpp>
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,13 +129,12 @@ inline void write_lda_model(std::ostream& out, const lda_word_topic_model& m) {
   if (!out) throw strata::error(errc::bad_input, "write_lda_model: write failed");
 }
 
-/// Writes the model to a file. Throws strata::error when it cannot be written.
+/// Writes the model to a file atomically (core/atomic_file.hpp: a failed write leaves the previous
+/// file whole). Throws strata::error naming the file and the reason when it cannot be written.
 inline void write_lda_model(const std::filesystem::path& file, const lda_word_topic_model& m) {
-  std::ofstream out(file, std::ios::binary);
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": cannot write the model file");
-  write_lda_model(out, m);
-  out.flush();
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": write failed");
+  std::ostringstream text;
+  write_lda_model(text, m);
+  write_file_atomic(file, text.view());
 }
 
 namespace detail {

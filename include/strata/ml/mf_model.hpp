@@ -22,6 +22,7 @@
 /// Predictions file (`write_predictions`): one "user item predicted_rating" line per pair, in the
 /// order of the pairs read by `read_pairs` (lines "user item", further fields such as a rating
 /// ignored, so a ratings file can be given as it is).
+#include <strata/core/atomic_file.hpp>
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 #include <strata/ml/io/ratings.hpp>
@@ -36,6 +37,7 @@
 #include <fstream>
 #include <limits>
 #include <ostream>
+#include <sstream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -150,13 +152,12 @@ inline void write_mf_model(std::ostream& out, const mf_biased_model& m) {
   if (!out) throw strata::error(errc::bad_input, "write_mf_model: write failed");
 }
 
-/// Writes the model to a file. Throws strata::error when it cannot be written.
+/// Writes the model to a file atomically (core/atomic_file.hpp: a failed write leaves the previous
+/// file whole). Throws strata::error naming the file and the reason when it cannot be written.
 inline void write_mf_model(const std::filesystem::path& file, const mf_biased_model& m) {
-  std::ofstream out(file, std::ios::binary);
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": cannot write the model file");
-  write_mf_model(out, m);
-  out.flush();
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": write failed");
+  std::ostringstream text;
+  write_mf_model(text, m);
+  write_file_atomic(file, text.view());
 }
 
 namespace detail {
@@ -269,21 +270,18 @@ inline std::vector<std::pair<std::uint64_t, std::uint64_t>> read_pairs(const std
 }
 
 /// Writes "user item predicted_rating" for every pair of original ids (the prediction in the
-/// shortest form that reads back to the same float). Throws strata::error when the file cannot
-/// be written.
+/// shortest form that reads back to the same float), atomically. Throws strata::error naming the
+/// file and the reason when it cannot be written.
 inline void write_predictions(const std::filesystem::path& file, const mf_biased_model& m,
                               std::span<const std::pair<std::uint64_t, std::uint64_t>> pairs) {
-  std::ofstream out(file, std::ios::binary);
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": cannot write the predictions file");
-  std::string line;
+  std::string text, line;
   for (auto [u, i] : pairs) {
     line = std::to_string(u) + ' ' + std::to_string(i) + ' ';
     detail::append_float(line, m.predict_ids(u, i));
     line += '\n';
-    out << line;
+    text += line;
   }
-  out.flush();
-  if (!out) throw strata::error(errc::bad_input, file.string() + ": write failed");
+  write_file_atomic(file, text);  // a failed write leaves the previous file whole
 }
 
 }  // namespace strata::ml

@@ -29,8 +29,10 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include "../core/atomic_file.hpp"
 #include "../core/bytes.hpp"
 #include "../core/error.hpp"
 #include "../core/ids.hpp"
@@ -67,35 +69,14 @@ inline std::filesystem::path worker_file(const std::filesystem::path& dir, clock
 inline std::filesystem::path manifest_file(const std::filesystem::path& dir) { return dir / "manifest"; }
 
 namespace detail {
-inline error io_error(const std::filesystem::path& p, const char* what) {
-  return error(errc::bad_input, "checkpoint: cannot " + std::string(what) + " " + p.string() + ": " + std::strerror(errno));
-}
-inline void fsync_path(const std::filesystem::path& p, int flags) {
-  const int fd = ::open(p.c_str(), flags);
-  if (fd < 0) throw io_error(p, "open");
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) throw io_error(p, "fsync");
-}
+inline error io_error(const std::filesystem::path& p, const char* what) { return file_error(p, std::string(what) + " checkpoint file"); }
 }  // namespace detail
 
-/// Writes `bytes` to `p` so that a reader sees either the old file or the whole new one: a
-/// temporary file beside it, fsync, rename over `p`, fsync of the folder. Creates the folder.
+/// Writes `bytes` to `p` so that a reader sees either the old file or the whole new one
+/// (core/atomic_file.hpp: temporary file, fsync, rename, fsync of the folder). Creates the folder.
 inline void write_atomic(const std::filesystem::path& p, std::span<const std::byte> bytes) {
   std::filesystem::create_directories(p.parent_path());
-  const auto tmp = std::filesystem::path(p.string() + ".tmp");
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw detail::io_error(tmp, "create");
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) throw detail::io_error(tmp, "write");
-  }
-  detail::fsync_path(tmp, O_RDONLY);
-  std::error_code ec;
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) throw error(errc::bad_input, "checkpoint: cannot rename " + tmp.string() + " to " + p.string() + ": " + ec.message());
-  detail::fsync_path(p.parent_path(), O_RDONLY | O_DIRECTORY);
+  write_file_atomic(p, bytes);
 }
 
 inline std::vector<std::byte> read_all(const std::filesystem::path& p) {
@@ -189,15 +170,89 @@ inline std::vector<clock_type> read_manifest(const std::filesystem::path& dir) {
   return out;
 }
 
-/// Records checkpoint `m` as complete (rewrites the manifest atomically).
-inline void add_to_manifest(const std::filesystem::path& dir, clock_type m) {
+/// Writes the manifest of `dir` listing `clocks` (ascending) as complete, atomically.
+inline void write_manifest(const std::filesystem::path& dir, const std::vector<clock_type>& clocks) {
+  std::string text = "strata-checkpoints 1\n";
+  for (auto c : clocks) text += "complete " + std::to_string(c) + "\n";
+  write_atomic(manifest_file(dir), std::as_bytes(std::span(text.data(), text.size())));
+}
+
+/// Records checkpoint `m` as complete (rewrites the manifest atomically). With `keep` > 0 only the
+/// newest `keep` complete checkpoints stay: the manifest lists them, and then every clock-<c>
+/// folder older than the oldest of them (complete or not: every shard has passed it) is removed.
+inline void add_to_manifest(const std::filesystem::path& dir, clock_type m, std::size_t keep = 0) {
   auto clocks = read_manifest(dir);
   clocks.push_back(m);
   std::sort(clocks.begin(), clocks.end());
   clocks.erase(std::unique(clocks.begin(), clocks.end()), clocks.end());
-  std::string text = "strata-checkpoints 1\n";
-  for (auto c : clocks) text += "complete " + std::to_string(c) + "\n";
-  write_atomic(manifest_file(dir), std::as_bytes(std::span(text.data(), text.size())));
+  if (keep > 0 && clocks.size() > keep) clocks.erase(clocks.begin(), clocks.end() - static_cast<std::ptrdiff_t>(keep));
+  write_manifest(dir, clocks);
+  if (keep == 0) return;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto name = e.path().filename().string();
+    clock_type c = 0;
+    if (name.rfind("clock-", 0) != 0 || !(std::istringstream(name.substr(6)) >> c) || c >= clocks.front()) continue;
+    std::filesystem::remove_all(e.path(), ec);  // a folder that will not go is left: it is never resumed from
+  }
+}
+
+// ---- one run per folder -----------------------------------------------------------------------
+
+/// The lock file of node n's shard in a checkpoint folder (one per node: the processes of a TCP
+/// run may share the folder, each with its own node).
+inline std::filesystem::path lock_file(const std::filesystem::path& dir, node_id n) {
+  return dir / ("lock-node-" + std::to_string(n));
+}
+
+/// Node n's claim on a checkpoint folder, held while the object lives (flock on its lock file,
+/// which holds the owner's pid): a second run writing the same folder is refused in one sentence
+/// naming the folder and the holder's pid, instead of both overwriting each other's files.
+class folder_lock {
+ public:
+  folder_lock(const std::filesystem::path& dir, node_id n) : path_(lock_file(dir, n)) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) throw file_error(path_, "open the checkpoint lock file");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      char pid[32] = {};
+      const auto got = ::pread(fd_, pid, sizeof pid - 1, 0);
+      ::close(fd_);
+      if (err != EWOULDBLOCK) throw file_error(path_, "lock", err);
+      std::string holder(pid, got > 0 ? static_cast<std::size_t>(got) : 0);
+      holder.erase(std::find_if(holder.begin(), holder.end(), [](char ch) { return ch < '0' || ch > '9'; }), holder.end());
+      throw error(std::make_error_code(std::errc::device_or_resource_busy), "checkpoint folder " + dir.string() +
+                                       " is in use by another run (process " + (holder.empty() ? "?" : holder) + " holds " +
+                                       path_.filename().string() + "): give each run its own --checkpoint-dir");
+    }
+    const std::string me = std::to_string(::getpid());
+    if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, me.data(), me.size(), 0) != static_cast<::ssize_t>(me.size())) {
+      const int err = errno;
+      ::close(fd_);
+      throw file_error(path_, "write", err);
+    }
+  }
+  folder_lock(const folder_lock&) = delete;
+  folder_lock& operator=(const folder_lock&) = delete;
+  ~folder_lock() { ::close(fd_); }  // releases the lock; the file stays (removing it would race a new holder)
+
+ private:
+  std::filesystem::path path_;
+  int fd_ = -1;
+};
+
+/// Refuses a checkpoint folder whose newest complete checkpoint is of another run (its shard-0 file
+/// carries another signature): writing there would mix two runs' checkpoints in one manifest.
+/// A folder without checkpoints, or whose newest one cannot be read, is accepted.
+inline void check_folder_run(const std::filesystem::path& dir, const digest& sig) {
+  const auto clocks = read_manifest(dir);
+  if (clocks.empty()) return;
+  std::ifstream in(shard_file(dir, clocks.back(), 0), std::ios::binary);
+  char head[8 + 4 + 1 + 4 + 8 + 32];
+  if (!in.read(head, sizeof head) || std::string_view(head, 8) != magic) return;
+  if (std::memcmp(head + 8 + 4 + 1 + 4 + 8, sig.data(), sig.size()) == 0) return;
+  throw error(errc::config_mismatch, "checkpoint folder " + dir.string() + " holds checkpoints of another run (other model, shape, tables, "
+                               "data or parameters): give this run its own --checkpoint-dir, or remove the folder");
 }
 
 // ---- tables ---------------------------------------------------------------------------------

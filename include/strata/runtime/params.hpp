@@ -24,9 +24,10 @@ struct checkpoint_config {
   clock_type every = 0;    ///< a checkpoint each time every worker has passed a multiple of `every` clocks
   std::string resume;      ///< resume from the newest complete checkpoint in this folder ("" : start at clock 0)
   std::string run_tag;     ///< the program's own signature (data, hyper-parameters): a checkpoint of another tag is refused
+  std::uint32_t keep = 2;  ///< complete checkpoints kept in `dir`, the newest (older ones are deleted); 0: all
 };
 
-/// Adds --checkpoint-dir, --checkpoint-every and --resume to a CLI11-style `app` (anything with
+/// Adds --checkpoint-dir, --checkpoint-every, --resume and --checkpoint-keep to a CLI11-style `app` (anything with
 /// `add_option_function<T>(name, f, description)`), filling `c`. Returns nothing: add checks
 /// (positive K, dir needs every) on the app's options if the program wants them.
 template <class App>
@@ -38,6 +39,9 @@ void add_checkpoint_options(App& app, checkpoint_config& c) {
   app.template add_option_function<std::string>(
       "--resume", [&c](const std::string& v) { c.resume = v; },
       "resume from the newest complete checkpoint in DIR (the run's other flags must match it)");
+  app.template add_option_function<std::uint32_t>(
+      "--checkpoint-keep", [&c](const std::uint32_t& v) { c.keep = v; },
+      "keep the newest K complete checkpoints in --checkpoint-dir, deleting older ones (0: keep all; default 2)");
 }
 
 struct system_config {

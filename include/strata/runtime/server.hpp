@@ -212,10 +212,12 @@ class server_shard {
   /// the tables holding exactly the updates of clocks below it. Models that apply updates at once
   /// (SSP, ESSP, VAP, async) keep a second copy of the tables for it, fed by clock (twice the memory
   /// and the apply work); BSP's tables are that copy already.
-  void enable_checkpoints(std::filesystem::path dir, clock_type every, ckpt::digest sig) {
+  /// Shard 0 keeps the newest `keep` complete checkpoints (0: all).
+  void enable_checkpoints(std::filesystem::path dir, clock_type every, ckpt::digest sig, std::uint32_t keep = 0) {
     if (every <= 0) throw error(errc::bad_input, "checkpoint interval must be >= 1 clock");
     ckpt_dir_ = std::move(dir);
     ckpt_every_ = every;
+    ckpt_keep_ = keep;
     ckpt_sig_ = sig;
     if (!mp_.exact && shadow_.empty())
       for (auto& t : tables_) shadow_.push_back(t->make_empty());
@@ -422,7 +424,7 @@ class server_shard {
   void checkpoint_written(clock_type m) {
     if (++ckpt_count_[m] < wm_.nodes) return;
     ckpt_count_.erase(m);
-    ckpt::add_to_manifest(ckpt_dir_, m);
+    ckpt::add_to_manifest(ckpt_dir_, m, ckpt_keep_);
   }
 
   /// Applied-at-once models: send `from` its acknowledgement and each subscriber the rows it holds.
@@ -497,6 +499,7 @@ class server_shard {
   std::uint64_t started_run_ = 0, runs_finished_ = 0;
   std::filesystem::path ckpt_dir_;
   clock_type ckpt_every_ = 0, ckpt_last_ = 0;
+  std::uint32_t ckpt_keep_ = 0;
   ckpt::digest ckpt_sig_{};
   std::vector<std::unique_ptr<server_table_base>> shadow_;  // checkpoints of applied-at-once models
   std::map<clock_type, std::uint32_t> ckpt_count_;           // shard 0: shards that wrote each checkpoint

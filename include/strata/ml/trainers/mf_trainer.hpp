@@ -640,9 +640,10 @@ inline mf_run train_mf_segments(system_base& sys, const io::rating_set& train, c
 
   mf_run out;
   std::vector<iteration_stats> trace;
-  // A run resumed from a checkpoint (system_config::checkpoint.resume) starts after its clock.
+  // A run resumed from a checkpoint (system_config::checkpoint.resume) starts after its clock; one
+  // resumed at its last iteration trains no more and only evaluates and gathers the model.
   const auto start = sys.start_clock();
-  if (start > 0 && (plan || start >= static_cast<clock_type>(o.iterations)))
+  if (start > 0 && (plan || start > static_cast<clock_type>(o.iterations)))
     throw strata::error(errc::bad_input, plan ? "train_mf: resuming from a checkpoint runs one segment (no adaptive plan)"
                                               : "train_mf: the checkpoint is at iteration " + std::to_string(start) +
                                                     ", nothing is left of " + std::to_string(o.iterations) + " iterations");

@@ -436,14 +436,19 @@ class system_impl {
 
   /// Before the first run's threads start: every local shard and worker writes checkpoints, and
   /// starts from the newest complete one in `resume` (each process checks every file, so all
-  /// processes of a run pick the same checkpoint from a shared folder).
+  /// processes of a run pick the same checkpoint from a shared folder). Each local node locks the
+  /// folder it writes (ckpt::folder_lock, held while the system lives), and a folder whose newest
+  /// checkpoint is another run's is refused.
   void setup_checkpoints() {
     const auto& cc = cfg_.checkpoint;
     const auto sig = checkpoint_signature();
+    if (!cc.resume.empty()) (void)resumed();  // a resume folder without a checkpoint of this run is named first
     if (cc.every > 0) {
       if (cc.dir.empty()) throw error(errc::bad_input, "checkpoint.every is set but checkpoint.dir is empty");
       std::filesystem::create_directories(cc.dir);
-      for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig);
+      for (auto& s : servers_) ckpt_locks_.push_back(std::make_unique<ckpt::folder_lock>(cc.dir, s->node));
+      ckpt::check_folder_run(cc.dir, sig);
+      for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig, cc.keep);
       for (auto& ws : workers_) ws->p->enable_checkpoints(cc.dir, cc.every, sig);
     } else if (cc.every < 0) {
       throw error(errc::bad_input, "checkpoint.every must be >= 0");
@@ -599,6 +604,7 @@ class system_impl {
   std::unique_ptr<coordinator_slot> coord_;  // on node 0's process
   std::unique_ptr<task<>> fetch_;            // the last remote row read (system::row)
   std::optional<ckpt::resume_point> resumed_;
+  std::vector<std::unique_ptr<ckpt::folder_lock>> ckpt_locks_;  // this process's nodes' claims on checkpoint.dir
   std::uint64_t runs_ = 0;
   bool failed_ = false, clear_tables_ = false, stopped_ = false, model_changed_ = false;
   std::mutex mu_;

@@ -63,6 +63,7 @@ struct lasso_run {
   std::vector<lasso_point> points; ///< every evaluation, in order
   sched::result rounds;            ///< the engine's figures (rounds, seconds, pipelining staleness)
   std::uint64_t updates = 0;       ///< coordinate steps taken (scheduled variables, all rounds)
+  bool converged = false;          ///< the gap reached tolerance × F before the round cap
 
   /// The run's trace records (iteration = round; metric "gap"), for core/trace.hpp's writer.
   std::vector<iteration_record> trace() const {
@@ -307,12 +308,31 @@ class lasso_program {
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
+/// The most rounds in flight: a pipelined push is corrected by the changes of the rounds it missed,
+/// and the program keeps the last 64 rounds' changes.
+inline constexpr std::uint32_t lasso_max_depth = 64;
+
+/// Refuses settings that cannot run (before anything starts), naming the setting.
+inline void check_lasso_options(const lasso_trainer_options& o) {
+  const auto bad = [](const std::string& what) { throw error(errc::bad_input, "lasso: " + what); };
+  if (!(o.lambda >= 0) || !std::isfinite(o.lambda)) bad("lambda must be > 0 (got " + std::to_string(o.lambda) + ")");
+  if (o.lambda == 0 && !(o.lambda_fraction > 0 && std::isfinite(o.lambda_fraction)))
+    bad("lambda_fraction must be a finite number > 0 (got " + std::to_string(o.lambda_fraction) + ")");
+  if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
+    bad("tolerance must be a finite number >= 0 (got " + std::to_string(o.tolerance) + ")");
+  if (o.rounds == 0) bad("rounds must be >= 1 (0 rounds would evaluate nothing)");
+  if (o.batch == 0) bad("batch must be >= 1");
+  if (o.depth == 0 || o.depth > lasso_max_depth)
+    bad("depth must be between 1 and " + std::to_string(lasso_max_depth) + " (got " + std::to_string(o.depth) +
+        "): a pipelined push is corrected with the last " + std::to_string(lasso_max_depth) + " rounds' changes");
+}
+
 /// Solves the Lasso problem `p` on `sys` with scheduler `sched` (one `sys.run`).
 template <class S>
 lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const lasso_trainer_options& o) {
   lasso_run out;
+  check_lasso_options(o);
   out.lambda = o.lambda > 0 ? o.lambda : o.lambda_fraction * p.lambda_max();
-  if (o.lambda < 0) throw error(errc::bad_input, "lasso: lambda must be > 0 (got " + std::to_string(o.lambda) + ")");
   if (!(out.lambda > 0))
     throw error(errc::bad_input, o.lambda > 0 ? "lasso: lambda must be > 0"
                                               : "lasso: lambda_max is 0 (y is orthogonal to every column, or lambda_fraction <= 0): "
@@ -332,6 +352,7 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
   for (double b : out.beta) out.nnz += b != 0;
   out.points = prog.points();
   for (const auto& r : out.rounds.per_round) out.updates += r.vars;
+  out.converged = prog.done();
   return out;
 }
 

@@ -239,3 +239,26 @@ TEST_CASE("lasso by STRADS: a run that diverges from deep pipelining names the d
     CHECK(what.find("smaller depth") != std::string::npos);
   }
 }
+
+TEST_CASE("lasso: what cannot fit is refused up front, naming the size") {
+  // 3 rows, 50M columns: standardising would densify 1.8 GB; refused before any allocation.
+  ml::io::libsvm_data wide;
+  wide.num_features = 50'000'000;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    wide.labels.push_back(i);
+    wide.indices.push_back(wide.num_features - 1 - i);
+    wide.values.push_back(1.0 + i);
+    wide.row_offsets.push_back(wide.indices.size());
+  }
+  CHECK_THROWS_WITH_AS(ml::lasso_problem::from(wide, {.standardize_x = true}), doctest::Contains("over the limit of"), strata::error);
+  // Unstandardised it stays sparse, but an evaluation (Xᵀr over every column) would exceed the
+  // message limit: refused before the run, naming the largest column count.
+  wide.num_features = 3'000'000;  // over the 2,096,640 columns a 16 MiB message holds (48 MB of column offsets here)
+  for (std::uint32_t i = 0; i < 3; ++i) wide.indices[i] = wide.num_features - 1 - i;
+  const auto p = ml::lasso_problem::from(wide, {});
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  sc::round_robin rr;
+  ml::lasso_trainer_options o;
+  o.lambda = 0.1;
+  CHECK_THROWS_WITH_AS(ml::train_lasso(sys, p, rr, o), doctest::Contains("over the message limit"), strata::error);
+}

@@ -348,6 +348,13 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
     throw error(errc::bad_input, o.lambda > 0 ? "lasso: lambda must be > 0"
                                               : "lasso: lambda_max is 0 (y is orthogonal to every column, or lambda_fraction <= 0): "
                                                 "beta = 0 is the solution for every lambda");
+  // An evaluation pushes Xᵀr over every column in one message: 8 bytes a column, under the message limit.
+  const std::uint64_t eval_bytes = std::uint64_t{sizeof(double)} * p.d + 4096, limit = sys.config().max_message;
+  if (eval_bytes > limit)
+    throw error(errc::bad_input, "lasso: " + std::to_string(p.d) + " columns need evaluation messages of about " +
+                                     std::to_string(eval_bytes) + " bytes, over the message limit of " + std::to_string(limit) +
+                                     " bytes (system_config::max_message): at most " +
+                                     std::to_string((limit > 4096 ? limit - 4096 : 0) / sizeof(double)) + " columns");
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   lasso_program prog(p, out.lambda, P, o.tolerance);
   sched::options so;

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <strata/core/trace.hpp>
+#include <strata/ml/io/atomic_file.hpp>
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/lasso.hpp>
 #include <strata/ml/trainers/lasso_trainer.hpp>
@@ -37,6 +38,20 @@ struct flags {
   std::string out;
 };
 
+/// Exit status of a run that reached --rounds before the gap met --tolerance (outputs are written).
+constexpr int not_converged_status = 3;
+
+/// Flags of the shared trainer set that Lasso does not use: refused, not silently ignored.
+void refuse_unused_flags(const CLI::App& app) {
+  const char* why[][2] = {{"--load", "Lasso starts from beta = 0 and has no saved state to load"},
+                          {"--iterations", "use --rounds"},
+                          {"--eval-every", "use --evaluate-every"},
+                          {"--consistency", "the coordinator applies every step itself (no parameter-server reads)"},
+                          {"--staleness", "the coordinator applies every step itself (no parameter-server reads)"}};
+  for (const auto& [flag, reason] : why)
+    if (app.count(flag) > 0) throw std::invalid_argument(std::string("strata_lasso does not use ") + flag + ": " + reason);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +59,7 @@ int main(int argc, char** argv) {
   flags fl;
   cli.data = "diabetes";
   ml::run_options run;
-  cli.add_flags(run, "(unused by Lasso)", "(unused by Lasso: see --rounds)", "a libsvm file, or diabetes / spam (scripts/fetch_data.sh)");
+  cli.add_flags(run, "(unused by Lasso)", "(refused by Lasso: see --rounds)", "a libsvm file, or diabetes / spam (scripts/fetch_data.sh)");
   auto& app = cli.app;
   app.add_option("--lambda", fl.lo.lambda, "λ (0: --lambda-fraction × λ_max)")->capture_default_str();
   app.add_option("--lambda-fraction", fl.lo.lambda_fraction, "λ as a fraction of λ_max")->capture_default_str();
@@ -61,10 +76,12 @@ int main(int argc, char** argv) {
   app.add_option("--eta", fl.sched.eta, "priority: floor, fraction of the mean non-zero priority")->capture_default_str();
   app.add_flag("--standardize", fl.standardize, "centre and scale each column (dense); the named datasets set this themselves");
   app.add_flag("--log1p", fl.log1p, "log(1 + value) of each stored value (counts)");
-  app.add_option("--out", fl.out, "write the coefficients to FILE, one per line");
+  app.add_option("--out", fl.out, "write the coefficients to FILE, one per line (as --save)");
   cli.finish_flags();
   CLI11_PARSE(app, argc, argv);
   return cli.guard([&] {
+    refuse_unused_flags(app);
+    ml::check_lasso_options(fl.lo);
     std::string file = cli.data;
     if (cli.data == "diabetes" || cli.data == "spam") file = ex::default_data_dir() + "/" + cli.data + ".libsvm";
     if (cli.data == "diabetes") fl.standardize = true;
@@ -86,17 +103,20 @@ int main(int argc, char** argv) {
     strata::trace_writer tw(cli.metrics, config);
     const auto trace = res.trace();
     for (std::size_t i = 0; i < trace.size(); ++i) tw.write(trace[i], {{"nnz", res.points[i].nnz}});
-    if (!fl.out.empty()) {
-      std::ofstream o(fl.out);
-      for (double b : res.beta) o << ex::fmt("%.17g", b) << '\n';
-      if (!o) throw std::runtime_error("cannot write " + fl.out);
-    }
+    std::string model;
+    for (double b : res.beta) model += ex::fmt("%.17g", b) + '\n';
+    for (const auto& path : {fl.out, cli.save})
+      if (!path.empty()) ml::io::write_file_atomic(path, model);
     std::printf("lasso summary: scheduler=%s workers=%u n=%u d=%u lambda=%.6g rounds=%llu updates=%llu seconds=%.3f "
                 "objective=%.10g gap=%.3g nnz=%llu pipeline_staleness_max=%.0f\n",
                 fl.sched.name.c_str(), cli.so.workers * cli.so.nodes, prob.n, prob.d, res.lambda,
                 static_cast<unsigned long long>(res.rounds.rounds), static_cast<unsigned long long>(res.updates),
                 res.rounds.seconds, res.final_eval.objective, res.final_eval.gap, static_cast<unsigned long long>(res.nnz),
                 res.rounds.staleness.stats().max());
-    return 0;
+    if (res.converged || fl.lo.tolerance == 0) return 0;
+    std::fprintf(stderr, "strata_lasso: not converged: gap %.3g > tolerance %.3g x F = %.3g after --rounds %llu (raise --rounds or --tolerance)\n",
+                 res.final_eval.gap, fl.lo.tolerance, fl.lo.tolerance * res.final_eval.objective,
+                 static_cast<unsigned long long>(res.rounds.rounds));
+    return not_converged_status;
   });
 }

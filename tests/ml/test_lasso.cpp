@@ -178,3 +178,87 @@ TEST_CASE("lasso by STRADS: stepping every correlated coefficient at once diverg
   same_optimum(strads(p, sc::dependency_filter<sc::round_robin>({}, {.rho = 0.3, .oversample = 25}), 0.01 * p.lambda_max(), 2, 25),
                ref, "filtered, batch 25");
 }
+
+TEST_CASE("lasso by STRADS: settings that cannot run are refused before the run, a capped run says it did not converge") {
+  const auto p = problem();
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  sc::round_robin rr;
+  const auto refused = [&](auto set, const char* what) {
+    ml::lasso_trainer_options o;
+    set(o);
+    CHECK_THROWS_WITH_AS(ml::train_lasso(sys, p, rr, o), doctest::Contains(what), strata::error);
+  };
+  refused([](auto& o) { o.lambda = std::nan(""); }, "lambda must be > 0");
+  refused([](auto& o) { o.lambda_fraction = std::nan(""); }, "lambda_fraction must be");
+  refused([](auto& o) { o.tolerance = -1; }, "tolerance must be");
+  refused([](auto& o) { o.rounds = 0; }, "rounds must be >= 1");
+  refused([](auto& o) { o.depth = ml::lasso_max_depth + 1; }, "depth must be between 1 and 64");
+  ml::lasso_trainer_options o;
+  o.rounds = 2;
+  o.tolerance = 1e-12;
+  const auto capped = ml::train_lasso(sys, p, rr, o);
+  CHECK(capped.rounds.rounds == 2);
+  CHECK_FALSE(capped.converged);
+  CHECK(strads(p, sc::round_robin{}, 0.05 * p.lambda_max(), 1).converged);
+}
+
+TEST_CASE("lasso by STRADS: the per-round record stays bounded however many rounds run, and the counts stay exact") {
+  const auto p = problem();
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  sc::round_robin rr;
+  ml::lasso_trainer_options o;
+  o.rounds = 3 * sc::options{}.max_records + 7;
+  o.tolerance = 0;  // every round
+  o.evaluate_every = 1000;
+  const auto r = ml::train_lasso(sys, p, rr, o);
+  CHECK(r.rounds.rounds == o.rounds);
+  CHECK(r.updates == o.rounds);  // batch 1: one step a round, counted over every round, recorded or not
+  CHECK(r.rounds.per_round.size() <= sc::options{}.max_records);
+  REQUIRE(r.rounds.per_round.size() >= 2);
+  const auto k = r.rounds.per_round[1].round;  // the stride: rounds 0, k, 2k, ...
+  for (std::size_t i = 0; i < r.rounds.per_round.size(); ++i) CHECK(r.rounds.per_round[i].round == i * k);
+}
+
+TEST_CASE("lasso by STRADS: the trace's elapsed_s and the summary's seconds share one clock") {
+  const auto p = problem();
+  const auto r = strads(p, sc::round_robin{}, 0.05 * p.lambda_max(), 2);
+  REQUIRE(!r.points.empty());
+  for (const auto& pt : r.points) CHECK(pt.elapsed_s <= r.rounds.seconds);  // both from the coordinator's start
+  for (const auto& rec : r.rounds.per_round) CHECK(rec.elapsed_s <= r.rounds.seconds);
+}
+
+TEST_CASE("lasso by STRADS: a run that diverges from deep pipelining names the depth, not the batch") {
+  const auto p = problem();
+  try {
+    strads(p, sc::round_robin{}, 0.01 * p.lambda_max(), 2, /*batch=*/1, /*depth=*/16);
+    FAIL("round robin at depth 16 over correlated columns converged");
+  } catch (const strata::error& e) {
+    CHECK(e.code() == strata::errc::diverged);
+    const std::string what = e.what();
+    CHECK(what.find("depth 16") != std::string::npos);
+    CHECK(what.find("smaller depth") != std::string::npos);
+  }
+}
+
+TEST_CASE("lasso: what cannot fit is refused up front, naming the size") {
+  // 3 rows, 50M columns: standardising would densify 1.8 GB; refused before any allocation.
+  ml::io::libsvm_data wide;
+  wide.num_features = 50'000'000;
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    wide.labels.push_back(i);
+    wide.indices.push_back(wide.num_features - 1 - i);
+    wide.values.push_back(1.0 + i);
+    wide.row_offsets.push_back(wide.indices.size());
+  }
+  CHECK_THROWS_WITH_AS(ml::lasso_problem::from(wide, {.standardize_x = true}), doctest::Contains("over the limit of"), strata::error);
+  // Unstandardised it stays sparse, but an evaluation (Xᵀr over every column) would exceed the
+  // message limit: refused before the run, naming the largest column count.
+  wide.num_features = 3'000'000;  // over the 2,096,640 columns a 16 MiB message holds (48 MB of column offsets here)
+  for (std::uint32_t i = 0; i < 3; ++i) wide.indices[i] = wide.num_features - 1 - i;
+  const auto p = ml::lasso_problem::from(wide, {});
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  sc::round_robin rr;
+  ml::lasso_trainer_options o;
+  o.lambda = 0.1;
+  CHECK_THROWS_WITH_AS(ml::train_lasso(sys, p, rr, o), doctest::Contains("over the message limit"), strata::error);
+}

@@ -39,6 +39,7 @@ struct lasso_problem {
     bool center_y = true;        ///< subtract the mean of y
     bool standardize_x = false;  ///< centre each column and scale it to ‖x_j‖² = n (dense data: fills X)
     bool log1p_x = false;        ///< replace each stored value v by log(1 + v) (counts)
+    std::uint64_t max_dense_bytes = std::uint64_t{1} << 30;  ///< standardize_x: the most the dense n × d design may take
   };
 
   /// Builds a problem from libsvm rows (label = target). Throws strata::error(bad_input) for an
@@ -48,6 +49,14 @@ struct lasso_problem {
     if (data.num_rows() == 0 || data.num_features == 0)
       throw error(errc::bad_input, "lasso: the design is empty (" + std::to_string(data.num_rows()) + " rows, " +
                                        std::to_string(data.num_features) + " columns)");
+    if (prep.standardize_x) {  // refused before anything is allocated
+      const std::uint64_t bytes = std::uint64_t{data.num_rows()} * data.num_features * (sizeof(double) + sizeof(std::uint32_t));
+      if (bytes / (sizeof(double) + sizeof(std::uint32_t)) / data.num_features != data.num_rows() || bytes > prep.max_dense_bytes)
+        throw error(errc::bad_input, "lasso: standardising densifies " + std::to_string(data.num_rows()) + " rows x " +
+                                         std::to_string(data.num_features) + " columns into " + std::to_string(bytes) +
+                                         " bytes, over the limit of " + std::to_string(prep.max_dense_bytes) +
+                                         " bytes: use the data unstandardised (it stays sparse) or fewer columns");
+    }
     p.n = static_cast<std::uint32_t>(data.num_rows());
     p.d = data.num_features;
     p.y = data.labels;

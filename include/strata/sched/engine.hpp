@@ -48,12 +48,16 @@ struct options {
   std::uint32_t batch = 1;            ///< variables per round (the schedulers' `batch`)
   std::uint32_t depth = 1;            ///< rounds in flight: 1 = no pipelining
   std::uint64_t evaluate_every = 0;   ///< set `plan::evaluate` every k rounds and on the last (0: never)
+  /// result::per_round keeps at most this many records (memory stays bounded however many rounds
+  /// run): when full, every other one is dropped and from then on only every 2nd, 4th, ... round is
+  /// recorded (rounds 0, k, 2k, ... for a stride k). 0: every round.
+  std::size_t max_records = 4096;
 };
 
 /// One pulled round, as the coordinator saw it.
 struct round_record {
   std::uint64_t round = 0;
-  double elapsed_s = 0;       ///< seconds from the start of the run until this round was pulled
+  double elapsed_s = 0;       ///< seconds from the coordinator's start (after the system's start-up) until this round was pulled
   std::uint32_t vars = 0;     ///< variables scheduled
   bool evaluated = false;     ///< the round's plan had `evaluate` set
 };
@@ -61,10 +65,25 @@ struct round_record {
 /// What a run measured (filled on the coordinator's process; empty elsewhere).
 struct result {
   std::uint64_t rounds = 0;
-  double seconds = 0;
+  std::uint64_t vars = 0;     ///< variables scheduled, all rounds
+  double seconds = 0;         ///< from the coordinator's start (after the system's start-up) to its last pull
   /// Per push: rounds before it whose result the worker had not yet applied (0 without pipelining).
   int_histogram staleness;
-  std::vector<round_record> per_round;
+  std::vector<round_record> per_round;  ///< rounds 0, stride, 2 stride, ... (options::max_records)
+  std::uint64_t stride = 1;
+
+  /// Adds the record of round `rec.round` (pulled in order from 0) if the stride takes it.
+  void record(const round_record& rec, std::size_t max_records) {
+    if (rec.round % stride != 0) return;
+    if (max_records > 0 && per_round.size() >= std::max<std::size_t>(2, max_records)) {
+      std::size_t k = 0;
+      for (std::size_t i = 0; i < per_round.size(); i += 2) per_round[k++] = per_round[i];
+      per_round.resize(k);
+      stride *= 2;
+      if (rec.round % stride != 0) return;
+    }
+    per_round.push_back(rec);
+  }
 };
 
 namespace detail {
@@ -151,6 +170,7 @@ result run(system_base& sys, P& prog, S&& sched, const options& o) {
 
   auto coordinator_program = [&](coordinator& c) -> task<> {
     const auto t0 = std::chrono::steady_clock::now();
+    if constexpr (requires { prog.start(t0); }) prog.start(t0);  // the program's clock: the same start
     context cx;
     cx.vars = prog.vars();
     cx.workers = c.num_workers();
@@ -224,7 +244,8 @@ result run(system_base& sys, P& prog, S&& sched, const options& o) {
       rec.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       rec.vars = static_cast<std::uint32_t>(cur.vars.size());
       rec.evaluated = cur.evaluate;
-      res.per_round.push_back(rec);
+      res.record(rec, o.max_records);
+      res.vars += rec.vars;
       ++res.rounds;
       if constexpr (detail::has_done<P>) stopping = stopping || prog.done();
       if (!stopping && next < o.rounds) {

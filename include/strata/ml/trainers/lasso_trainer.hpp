@@ -49,7 +49,7 @@ struct lasso_trainer_options {
 /// One evaluation of a run.
 struct lasso_point {
   std::uint64_t round = 0;  ///< rounds whose changes the evaluated β holds
-  double elapsed_s = 0;     ///< seconds from the start when it was pulled
+  double elapsed_s = 0;     ///< seconds from the coordinator's start (as sched::result::seconds) when it was pulled
   lasso_eval eval;
   std::uint64_t nnz = 0;
 };
@@ -63,6 +63,7 @@ struct lasso_run {
   std::vector<lasso_point> points; ///< every evaluation, in order
   sched::result rounds;            ///< the engine's figures (rounds, seconds, pipelining staleness)
   std::uint64_t updates = 0;       ///< coordinate steps taken (scheduled variables, all rounds)
+  bool converged = false;          ///< the gap reached tolerance × F before the round cap
 
   /// The run's trace records (iteration = round; metric "gap"), for core/trace.hpp's writer.
   std::vector<iteration_record> trace() const {
@@ -203,8 +204,8 @@ class lasso_program {
       for (double v : grad) mg = std::max(mg, std::abs(v));
       lasso_point pt;
       pt.round = applied;
-      pt.eval = lasso_eval::of(rss, ry, mg, l1_after_.at(applied), lambda_, p_.n);
-      pt.nnz = nnz_after_.at(applied);
+      pt.eval = lasso_eval::of(rss, ry, mg, l1_after_.at(applied - history_first_), lambda_, p_.n);
+      pt.nnz = nnz_after_.at(applied - history_first_);
       pt.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
       points_.push_back(pt);
       // Sequential coordinate steps never raise F above F(0) = ‖y‖²/(2n); parallel ones can when
@@ -216,7 +217,7 @@ class lasso_program {
     l1_after_.push_back(std::max(0.0, l1_));
     nnz_after_.push_back(nnz_);
     history_.push_back(u);
-    while (history_.size() > 64) history_.pop_front(), ++history_first_;
+    while (history_.size() > lasso_history) history_.pop_front(), l1_after_.pop_front(), nnz_after_.pop_front(), ++history_first_;
     return u;
   }
 
@@ -224,8 +225,10 @@ class lasso_program {
     for (std::size_t k = 0; k < u.vars.size(); ++k) out.push_back({u.vars[k], u.delta[k]});
   }
 
-  /// Marks the start of the run (for the points' elapsed_s).
-  void start() { t0_ = std::chrono::steady_clock::now(); }
+  /// Marks the start of the run (for the points' elapsed_s): the engine calls it with its own start.
+  void start(std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now()) { t0_ = t0; }
+  /// Rounds in flight, named when the run diverges.
+  void set_depth(std::uint32_t depth) { depth_ = depth; }
   const std::vector<double>& beta() const noexcept { return beta_; }
   const std::vector<lasso_point>& points() const noexcept { return points_; }
 
@@ -267,17 +270,24 @@ class lasso_program {
     dense_slot_.emplace(j, slot);
     return dense_[slot].data();
   }
-  [[noreturn]] static void diverged(const sched::plan& pl, const std::string& what) {
-    throw error(errc::diverged, "lasso diverged at round " + std::to_string(pl.round) + " (" + what + ", " +
-                                    std::to_string(pl.vars.size()) +
-                                    " coefficients per round): too many correlated coefficients are stepped together; use a "
-                                    "smaller batch or a dependency filter");
+  [[noreturn]] void diverged(const sched::plan& pl, const std::string& what) const {
+    const std::string head = "lasso diverged at round " + std::to_string(pl.round) + " (" + what + ", " +
+                             std::to_string(pl.vars.size()) + " coefficients per round";
+    if (depth_ > 1)  // a pushed partial misses up to depth − 1 rounds' steps: stale, as correlated steps are
+      throw error(errc::diverged, head + ", depth " + std::to_string(depth_) + "): pipelining " + std::to_string(depth_) +
+                                      " rounds lets a step use partial sums up to " + std::to_string(depth_ - 1) +
+                                      " rounds stale, and stale steps on correlated coefficients blow up; use a smaller depth "
+                                      "(1: none) or a dependency filter, which keeps coefficients correlated with those in "
+                                      "flight out of a round");
+    throw error(errc::diverged, head + "): too many correlated coefficients are stepped together; use a smaller batch or a "
+                                       "dependency filter");
   }
   // Σ of β_j's changes in rounds [applied, pulled so far): what a pipelined push has not seen.
   double late_change(sched::var_id j, std::uint64_t applied) const {
     const std::uint64_t pulled = history_first_ + history_.size();
     if (applied >= pulled) return 0.0;
-    if (applied < history_first_) throw error(errc::bad_input, "lasso: pipelining deeper than 64 rounds");
+    if (applied < history_first_)
+      throw error(errc::bad_input, "lasso: pipelining deeper than " + std::to_string(lasso_history) + " rounds");
     double s = 0;
     for (std::uint64_t k = applied; k < pulled; ++k) {
       const auto& u = history_[k - history_first_];
@@ -293,8 +303,9 @@ class lasso_program {
   std::vector<double> beta_;
   double l1_ = 0, f_zero_ = 0;  // f_zero_: F(0) = ‖y‖²/(2n)
   std::int64_t nnz_ = 0;
-  std::vector<double> l1_after_;          // ‖β‖₁ after k rounds
-  std::vector<std::int64_t> nnz_after_;   // nnz(β) after k rounds
+  static constexpr std::size_t lasso_history = 64;
+  std::deque<double> l1_after_;           // ‖β‖₁ after k rounds, k >= history_first_ (bounded like history_)
+  std::deque<std::int64_t> nnz_after_;    // nnz(β) after k rounds, k >= history_first_
   std::deque<update_type> history_;       // the last rounds' changes
   std::uint64_t history_first_ = 0;       // round of history_.front()
   std::vector<lasso_point> points_;
@@ -304,19 +315,46 @@ class lasso_program {
   mutable std::unordered_map<sched::var_id, std::size_t> dense_slot_;
   mutable std::size_t dense_next_ = 0;
   bool done_ = false;
+  std::uint32_t depth_ = 1;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
+
+/// The most rounds in flight: a pipelined push is corrected by the changes of the rounds it missed,
+/// and the program keeps the last 64 rounds' changes.
+inline constexpr std::uint32_t lasso_max_depth = 64;
+
+/// Refuses settings that cannot run (before anything starts), naming the setting.
+inline void check_lasso_options(const lasso_trainer_options& o) {
+  const auto bad = [](const std::string& what) { throw error(errc::bad_input, "lasso: " + what); };
+  if (!(o.lambda >= 0) || !std::isfinite(o.lambda)) bad("lambda must be > 0 (got " + std::to_string(o.lambda) + ")");
+  if (o.lambda == 0 && !(o.lambda_fraction > 0 && std::isfinite(o.lambda_fraction)))
+    bad("lambda_fraction must be a finite number > 0 (got " + std::to_string(o.lambda_fraction) + ")");
+  if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
+    bad("tolerance must be a finite number >= 0 (got " + std::to_string(o.tolerance) + ")");
+  if (o.rounds == 0) bad("rounds must be >= 1 (0 rounds would evaluate nothing)");
+  if (o.batch == 0) bad("batch must be >= 1");
+  if (o.depth == 0 || o.depth > lasso_max_depth)
+    bad("depth must be between 1 and " + std::to_string(lasso_max_depth) + " (got " + std::to_string(o.depth) +
+        "): a pipelined push is corrected with the last " + std::to_string(lasso_max_depth) + " rounds' changes");
+}
 
 /// Solves the Lasso problem `p` on `sys` with scheduler `sched` (one `sys.run`).
 template <class S>
 lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const lasso_trainer_options& o) {
   lasso_run out;
+  check_lasso_options(o);
   out.lambda = o.lambda > 0 ? o.lambda : o.lambda_fraction * p.lambda_max();
-  if (o.lambda < 0) throw error(errc::bad_input, "lasso: lambda must be > 0 (got " + std::to_string(o.lambda) + ")");
   if (!(out.lambda > 0))
     throw error(errc::bad_input, o.lambda > 0 ? "lasso: lambda must be > 0"
                                               : "lasso: lambda_max is 0 (y is orthogonal to every column, or lambda_fraction <= 0): "
                                                 "beta = 0 is the solution for every lambda");
+  // An evaluation pushes Xᵀr over every column in one message: 8 bytes a column, under the message limit.
+  const std::uint64_t eval_bytes = std::uint64_t{sizeof(double)} * p.d + 4096, limit = sys.config().max_message;
+  if (eval_bytes > limit)
+    throw error(errc::bad_input, "lasso: " + std::to_string(p.d) + " columns need evaluation messages of about " +
+                                     std::to_string(eval_bytes) + " bytes, over the message limit of " + std::to_string(limit) +
+                                     " bytes (system_config::max_message): at most " +
+                                     std::to_string((limit > 4096 ? limit - 4096 : 0) / sizeof(double)) + " columns");
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   lasso_program prog(p, out.lambda, P, o.tolerance);
   sched::options so;
@@ -324,14 +362,15 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
   so.batch = o.batch;
   so.depth = o.depth;
   so.evaluate_every = o.evaluate_every ? o.evaluate_every : (p.d + o.batch - 1) / o.batch;
-  prog.start();
+  prog.set_depth(o.depth);
   out.rounds = sched::run(sys, prog, sched, so);
   if (out.rounds.per_round.empty()) return out;  // not the coordinator's process
   out.beta = prog.beta();
   out.final_eval = lasso_evaluate(p, out.beta, out.lambda);
   for (double b : out.beta) out.nnz += b != 0;
   out.points = prog.points();
-  for (const auto& r : out.rounds.per_round) out.updates += r.vars;
+  out.updates = out.rounds.vars;
+  out.converged = prog.done();
   return out;
 }
 

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include <strata/core/trace.hpp>
-#include <strata/ml/io/atomic_file.hpp>
+#include <strata/core/atomic_file.hpp>
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/lasso.hpp>
 #include <strata/ml/trainers/lasso_trainer.hpp>
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     std::string model;
     for (double b : res.beta) model += ex::fmt("%.17g", b) + '\n';
     for (const auto& path : {fl.out, cli.save})
-      if (!path.empty()) ml::io::write_file_atomic(path, model);
+      if (!path.empty()) strata::write_file_atomic(path, model);
     std::printf("lasso summary: scheduler=%s workers=%u n=%u d=%u lambda=%.6g rounds=%llu updates=%llu seconds=%.3f "
                 "objective=%.10g gap=%.3g nnz=%llu pipeline_staleness_max=%.0f\n",
                 fl.sched.name.c_str(), cli.so.workers * cli.so.nodes, prob.n, prob.d, res.lambda,

@@ -57,8 +57,8 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
   app.add_option("--max-tokens", f.max_tokens, "refuse a corpus of more tokens (sum of counts; 4 bytes of topic assignment each)")
       ->capture_default_str();
   app.add_option("--topics", lo.topics, "number of topics K")->check(strata::examples::positive)->capture_default_str();
-  app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->capture_default_str();
-  app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->capture_default_str();
+  app.add_option("--alpha", lo.alpha, "doc-topic Dirichlet prior")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--beta", lo.beta, "topic-word Dirichlet prior")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--sampler", f.sampler, "sparse: exact SparseLDA Gibbs; mh: Metropolis-Hastings with doc and word (alias) proposals")
       ->check(CLI::IsMember({"sparse", "mh"}))
       ->capture_default_str();
@@ -67,6 +67,20 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
       ->capture_default_str();
   app.add_option("--vocab", f.vocab, "vocabulary FILE (word w on line w, e.g. vocab.spam.txt): print each topic's top words");
   app.add_option("--top", f.top, "how many top words per topic to print (word ids without --vocab)")->capture_default_str();
+}
+
+/// Refuses, before any table exists, a --topics whose memory passes the machine's: the topic
+/// counts are K 4-byte counts per document, the initial word-topic counts K 8-byte counts per word, the topic totals a dense row of K counts at the shard and in each worker's cache and oplog, each
+/// worker's sampler keeps K-wide arrays of doubles, and a kept model is a dense vocab x K table.
+void check_topic_memory(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus) {
+  const long double K = lo.topics;
+  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_tcp() ? 1 : cli.so.nodes);
+  const long double docs = static_cast<long double>(corpus.words.size());
+  const long double bytes = K * 4 * docs + K * 8 * corpus.vocab_size + K * 4 * (2 * threads + 1) + K * 8 * threads + (lo.keep_model ? K * 4 * corpus.vocab_size : 0);
+  ex::check_memory("--topics " + std::to_string(lo.topics), bytes, "the doc-topic counts (" + std::to_string(corpus.words.size()) +
+                                                                     " documents x K), the initial word-topic counts (" + std::to_string(corpus.vocab_size) +
+                                                                     " words x K), the topic totals, each worker's sampler" +
+                                                                     std::string(lo.keep_model ? " and the kept model" : ""));
 }
 
 /// True when the run should print top words: a vocabulary or an explicit --top.
@@ -153,12 +167,15 @@ int main(int argc, char** argv) {
 
   return cli.guard([&] {
     if (!cli.load.empty()) return inspect_saved(cli, lo, f);
+    cli.phase = "reading the data";
     const auto vocab = f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab);  // bad input fails before training
     const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data), f.max_tokens), f.max_docs);
     if (corpus.tokens() == 0)
       throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
+    check_topic_memory(cli, lo, corpus);
+    cli.phase = "training";
     lo.sampler = f.sampler == "mh" ? ml::lda_sampler::mh : ml::lda_sampler::sparse;
     if (f.sampler == "mh" && f.mode == "rotation") throw std::runtime_error("--sampler mh is for --mode ps");
     const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();

@@ -62,9 +62,9 @@ struct prediction_flags {
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
   app.add_option("--rank", mo.rank, "factor rank (with --load: the model's)")->check(strata::examples::positive)->capture_default_str();
-  app.add_option("--lr", mo.lr, "initial learning rate")->capture_default_str();
-  app.add_option("--decay", mo.decay, "learning-rate decay: lr/(1+decay*t)")->capture_default_str();
-  app.add_option("--lambda", mo.lambda, "regularisation weight of the loss")->capture_default_str();
+  app.add_option("--lr", mo.lr, "initial learning rate")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--decay", mo.decay, "learning-rate decay: lr/(1+decay*t)")->check(strata::examples::non_negative)->capture_default_str();
+  app.add_option("--lambda", mo.lambda, "regularisation weight of the loss")->check(strata::examples::non_negative)->capture_default_str();
   app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--block", mo.block, "users/items per parameter-server row")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
@@ -86,9 +86,12 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   out->needs(in);
   app.add_option("--adaptive", pf.adaptive, "re-plan the staleness bound every K iterations from the run's trace (ssp/essp; 0: off)")
       ->capture_default_str();
-  app.add_option("--adaptive-candidates", pf.candidates, "staleness bounds --adaptive chooses from, e.g. 0,1,2,4")->delimiter(',');
+  app.add_option("--adaptive-candidates", pf.candidates, "staleness bounds --adaptive chooses from, e.g. 0,1,2,4")
+      ->delimiter(',')
+      ->check(strata::examples::non_negative);
   app.add_option("--adaptive-target", pf.target, "test RMSE the adaptive policy aims at (default: halve the gap)");
   app.add_option("--adaptive-min-gap", pf.min_gap, "f* at least this fraction of the RMSE range below the best (refit_options::min_gap)")
+      ->check(strata::examples::non_negative)
       ->capture_default_str();
 }
 
@@ -199,6 +202,9 @@ std::pair<ml::io::rating_set, ml::io::rating_set> read_data(const ex::trainer_cl
   auto test = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.test.txt");
   if (train.empty())
     throw strata::error(strata::errc::bad_input, train_path.string() + ": no ratings (the file is empty or holds only blank and '#' lines)");
+  if (test.empty())  // a test RMSE over no ratings would print 0.0000
+    throw strata::error(strata::errc::bad_input, (std::filesystem::path(cli.data) / "ratings.test.txt").string() +
+                                                     ": no ratings (the file is empty or holds only blank and '#' lines; the test RMSE needs at least one)");
   const bool sparse = train.remapped() || test.remapped() || (start && (!start->user_ids.empty() || !start->item_ids.empty()));
   if (start)
     ml::io::share_ids(train, test, ml::io::detail::ids_or_identity(start->user_ids, start->num_users),
@@ -211,6 +217,21 @@ std::pair<ml::io::rating_set, ml::io::rating_set> read_data(const ex::trainer_cl
                 train.num_users, static_cast<unsigned long long>(train.user_id(train.num_users - 1)), train.num_items,
                 static_cast<unsigned long long>(train.item_id(train.num_items - 1)));
   return {std::move(train), std::move(test)};
+}
+
+/// Refuses, before any table exists, a --rank / --block / --clocks-per-epoch whose memory passes the
+/// machine's: the shard's rows alone hold ceil(users/block) + ceil(items/block) rows of block x
+/// (rank + 1) floats, and every worker keeps a copy of what it reads plus an oplog of the same width.
+void check_model_memory(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const ml::io::rating_set& train) {
+  const long double B = mo.block, width = B * (static_cast<long double>(mo.rank) + 1) * sizeof(float);
+  const long double rows = std::ceil(train.num_users / B) + std::ceil(train.num_items / B);
+  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_tcp() ? 1 : cli.so.nodes);
+  const std::string shape = "--rank " + std::to_string(mo.rank) + " with --block " + std::to_string(mo.block);
+  ex::check_memory(shape, rows * width, "the model's " + std::to_string(static_cast<unsigned long long>(rows)) + " rows");
+  ex::check_memory(shape, (rows + 2 * threads) * width, "the model's rows and each worker's copy of a row and its oplog");
+  // Each worker keeps, per clock of an epoch, its slice's boundaries and per-block ratings lists.
+  ex::check_memory("--clocks-per-epoch " + std::to_string(mo.clocks_per_epoch),
+                   threads * mo.clocks_per_epoch * 64.0L, "each worker's per-clock slices");
 }
 
 /// --save and --predict, from the final model.
@@ -252,10 +273,12 @@ int main(int argc, char** argv) {
         throw std::runtime_error("--clocks-per-epoch does not apply to --mode rotation (an epoch is one clock per worker)");
       mo.rotation = true;
     }
+    cli.phase = "reading the data";
     const auto start = load_start(cli, mo);
     const auto data = read_data(cli, start ? &*start : nullptr);
     const ml::io::rating_set& train = data.first;
     const ml::io::rating_set& test = data.second;
+    check_model_memory(cli, mo, train);
     const pairs to_predict = cli.lead() && !pf.in.empty() ? ml::read_pairs(pf.in) : pairs{};  // bad input fails before training
     mo.start = start ? &*start : nullptr;
     mo.keep_model = !cli.save.empty() || !pf.in.empty();
@@ -282,6 +305,7 @@ int main(int argc, char** argv) {
         return r;
       });
     };
+    cli.phase = "training";
     std::vector<double> run_seconds;
     for (std::uint32_t k = 1; k < pf.repeat; ++k) run_seconds.push_back(run({}).seconds);
     const auto res = run(progress);

@@ -4,8 +4,11 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
+#include <unistd.h>
 
 namespace strata::examples {
 
@@ -20,5 +23,37 @@ inline const CLI::Validator positive{[](std::string& s) -> std::string {
                                        return {};
                                      },
                                      "POSITIVE", "positive"};
+
+/// A finite number >= 0 (staleness, delays, weights: a negative or NaN value has no meaning and
+/// a negative staleness bound would make SSP/ESSP wait forever).
+inline const CLI::Validator non_negative{[](std::string& s) -> std::string {
+                                           char* end = nullptr;
+                                           errno = 0;
+                                           const double v = std::strtod(s.c_str(), &end);
+                                           if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0)
+                                             return "must be a finite number >= 0, got '" + s + "'";
+                                           return {};
+                                         },
+                                         "NONNEGATIVE", "non_negative"};
+
+/// What one worker thread costs before it holds any row: its stack, malloc arena and queues
+/// (measured: `strata_mf --workers N` grows ~2.2 MB per worker).
+inline constexpr std::uint64_t worker_bytes = std::uint64_t{2200} << 10;
+
+/// The machine's physical memory in bytes (sysconf), or 2^64-1 when it cannot be read.
+inline std::uint64_t physical_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return ~std::uint64_t{0};
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
+/// Refuses, before allocating, a setting whose memory (`bytes`, an estimate) exceeds the machine's
+/// physical memory: "FLAG: WHAT would need N MiB, more than this machine's M MiB".
+inline void check_memory(const std::string& flag, long double bytes, const std::string& what) {
+  const std::uint64_t have = physical_memory();
+  if (bytes <= static_cast<long double>(have)) return;
+  throw std::invalid_argument(flag + ": " + what + " would need " + std::to_string(static_cast<unsigned long long>(bytes / (1 << 20))) +
+                              " MiB, more than this machine's " + std::to_string(have >> 20) + " MiB of memory");
+}
 
 }  // namespace strata::examples

@@ -19,6 +19,7 @@
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
@@ -48,6 +49,7 @@ struct system_options {
   bool pin_workers = true;                ///< off with --no-pin-workers (system_config::pin_workers)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
   strata::cluster cluster;                ///< resolved by resolve() (tcp)
+  bool nodes_given = false;               ///< --nodes was on the command line (tcp: it must equal the world size)
 
   bool delays() const noexcept { return delay_us > 0 || straggler >= 0; }
   bool is_tcp() const noexcept { return transport == "tcp"; }
@@ -59,6 +61,9 @@ struct system_options {
     if (transport == "inproc" && delays()) transport = "delayed";
     if (is_tcp()) {
       cluster = strata::make_cluster(cluster_flags);
+      if (nodes_given && nodes != cluster.size)
+        throw std::invalid_argument("--nodes " + std::to_string(nodes) + " disagrees with the launch's world size " +
+                                    std::to_string(cluster.size) + " (with --transport tcp each process is one node: drop --nodes)");
       nodes = cluster.size;
     }
   }
@@ -89,7 +94,14 @@ struct renaming_app {
   CLI::App& app;
   template <class T, class F>
   CLI::Option* add_option_function(std::string name, F&& f, const std::string& desc) {
-    if (app.get_option_no_throw(name)) name = "--node-" + name.substr(2);
+    std::string kept;  // the names the program has not taken ("--node-rank,--rank": strata_mf's --rank is its factor rank)
+    for (std::size_t b = 0; b <= name.size();) {
+      const std::size_t e = std::min(name.find(',', b), name.size());
+      const std::string one = name.substr(b, e - b);
+      if (!app.get_option_no_throw(one)) kept += (kept.empty() ? "" : ",") + one;
+      b = e + 1;
+    }
+    name = kept.empty() ? "--node-" + name.substr(2, name.find(',') - 2) : kept;
     return app.add_option_function<T>(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
   }
 };
@@ -101,17 +113,17 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_option("--consistency", so.consistency, "bsp|ssp|essp|vap|async")
       ->check(CLI::IsMember({"bsp", "ssp", "essp", "vap", "async"}))
       ->capture_default_str();
-  app.add_option("--staleness", so.staleness, "s of SSP/ESSP")->capture_default_str();
-  app.add_option("--value-bound", so.value_bound, value_bound_help)->capture_default_str();
+  app.add_option("--staleness", so.staleness, "s of SSP/ESSP (>= 0)")->check(strata::examples::non_negative)->capture_default_str();
+  app.add_option("--value-bound", so.value_bound, value_bound_help)->check(strata::examples::positive)->capture_default_str();
   app.add_option("--workers", so.workers, "worker threads (per node)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
       ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
       ->capture_default_str();
-  app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->capture_default_str();
-  app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)");
-  app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->capture_default_str();
-  app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->capture_default_str();
+  app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->check(strata::examples::non_negative)->capture_default_str();
+  app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)")->check(strata::examples::non_negative);
+  app.add_option("--straggler", so.straggler, "worker id whose messages are slowed (-1: none)")->check(CLI::Range(-1, 1 << 30))->capture_default_str();
+  app.add_option("--straggler-factor", so.straggler_factor, "delay multiplier for the straggler")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--seed", so.seed, "random seed")->capture_default_str();
   app.add_flag("--shard-thread{false}", so.local_shard_calls,
                "hand every message to a shard to the shard's own thread (default: a worker handles its "

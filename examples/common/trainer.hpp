@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -48,6 +49,7 @@ struct trainer_cli {
   std::string load;     ///< --load FILE: a saved model
   bool quiet = false;   ///< --quiet: no progress line
   bool bench = false;   ///< --bench-baseline
+  std::string phase = "setting up";  ///< what main is doing, for an out-of-memory message ("reading the data", "training")
 
   trainer_cli(std::string trainer, const std::string& description) : name(std::move(trainer)), app(description) {}
 
@@ -106,7 +108,10 @@ struct trainer_cli {
   /// and world size; nodes = processes).
   void resolve() {
     if (run_) run_->seed = so.seed;
+    so.nodes_given = app.count("--nodes") > 0;
     so.resolve();
+    check_memory("--workers", std::uint64_t{so.workers} * (so.is_tcp() ? 1 : so.nodes) * worker_bytes,
+                 so.is_tcp() ? "worker threads" : "worker threads x --nodes");
   }
   /// True in the process that writes the trace, the model and the full summary (rank 0).
   bool lead() const noexcept { return so.rank() == 0; }
@@ -118,6 +123,10 @@ struct trainer_cli {
     try {
       resolve();
       return std::forward<F>(body)();
+    } catch (const std::bad_alloc&) {  // an estimate the checks before allocating did not catch
+      std::fprintf(stderr, "strata_%s: out of memory (std::bad_alloc) while %s: lower --workers, --nodes or the model's size flags\n",
+                   name.c_str(), phase.c_str());
+      return 1;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "strata_%s: %s\n", name.c_str(), e.what());
       return 1;

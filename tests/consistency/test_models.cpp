@@ -463,3 +463,17 @@ TEST_CASE("model names with their staleness: essp2 is essp with s = 2, a malform
   // An unknown name part is refused by that name, as model_params::named refuses it.
   CHECK_THROWS_WITH_AS(strata::model_name::parse("foo3"), doctest::Contains("unknown consistency model 'foo'"), strata::error);
 }
+
+TEST_CASE("model_params refuse a negative staleness bound and a value bound that is not > 0, with a sentence") {
+  for (const char* m : {"ssp", "essp"}) {
+    CAPTURE(m);
+    CHECK_THROWS_WITH_AS(strata::model_params::named(m, {.staleness = -1}), doctest::Contains("staleness -1 (want >= 0)"), strata::error);
+    CHECK(strata::model_params::named(m, {.staleness = 0}).staleness == 0);
+  }
+  CHECK_NOTHROW(strata::model_params::named("bsp", {.staleness = -1}));  // not used by bsp
+  for (double v : {-1.0, 0.0, std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(v);
+    CHECK_THROWS_WITH_AS(strata::model_params::named("vap", {.value_bound = v}), doctest::Contains("(want > 0)"), strata::error);
+  }
+  CHECK(strata::model_params::named("vap", {.value_bound = 2.5}).value_bound == 2.5);
+}

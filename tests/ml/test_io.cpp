@@ -99,6 +99,22 @@ TEST_CASE("io ratings: malformed lines report file:line and what was wrong") {
   CHECK(msg("0 1 1e39\n").rfind("x.txt:1: bad rating '1e39'", 0) == 0);  // overflows a float
 }
 
+TEST_CASE("io readers: error messages escape what is not printable, a UTF-8 BOM is skipped") {
+  auto msg = [](const std::string& text) { return bad_input_message([&] { ratings_of(text); }); };
+  // A NUL, an escape sequence and a bell come back as \xNN, so the message is whole and inert.
+  const std::string m = msg(std::string("0 1 2\nx\0y\x1b[2J\a 1 2\n", 19));
+  CHECK(m.rfind("x.txt:2: bad user id 'x\\x00y\\x1b[2J\\x07'", 0) == 0);
+  CHECK(m.find('\0') == std::string::npos);
+  CHECK(msg("0 1 2\n0 1 \xff\\\n").rfind("x.txt:2: bad rating '\\xff\\x5c'", 0) == 0);
+  // A BOM at the start of a file is skipped by every reader; elsewhere it is named, escaped.
+  const auto rs = ratings_of("\xEF\xBB\xBF" "0 1 2\n3 4 5\n");
+  CHECK(rs.size() == 2);
+  CHECK(rs.user_id(0) == 0);
+  CHECK(msg("0 1 2\n\xEF\xBB\xBF" "0 1 2\n").rfind("x.txt:2: bad user id '\\xef\\xbb\\xbf0'", 0) == 0);
+  CHECK(bow_of("\xEF\xBB\xBF" "1\n2\n1\n1 2 3\n").num_tokens() == 3);
+  CHECK(libsvm_of("\xEF\xBB\xBF" "1 1:2\n").num_rows() == 1);
+}
+
 TEST_CASE("io ratings: file and error_code overloads") {
   temp_file good("good.txt", "3 4 5\n");
   const auto rs = io::read_ratings(good.path);

@@ -64,7 +64,7 @@ TEST_CASE("cluster: rank and size from each launcher's environment, in precedenc
   auto c = strata::make_cluster(o, both.fn());
   CHECK(c.rank == 0);
   CHECK(c.size == 3);
-  CHECK(c.rank_source == "--rank");
+  CHECK(c.rank_source == "--node-rank");
   CHECK(c.tcp_config.peers[2].second == 7002);
 }
 
@@ -89,6 +89,7 @@ TEST_CASE("cluster: errors name what was wrong") {
   strata::make_cluster(o, ec, why, none.fn());
   CHECK(ec == strata::errc::bad_input);
   CHECK(why.find("no rank given") != std::string::npos);
+  CHECK(why.find("--node-rank") != std::string::npos);  // the flag every program accepts (strata_mf's --rank is its factor rank)
 
   env bad_rank{{{"OMPI_COMM_WORLD_RANK", "x1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}};
   strata::make_cluster(o, ec, why, bad_rank.fn());
@@ -105,7 +106,7 @@ TEST_CASE("cluster: errors name what was wrong") {
   o.rank = 5;
   o.size = 2;
   strata::make_cluster(o, ec, why, none.fn());
-  CHECK(why.find("rank 5 (from --rank) is not below the world size 2") != std::string::npos);
+  CHECK(why.find("rank 5 (from --node-rank) is not below the world size 2") != std::string::npos);
 
   o.rank = 0;
   o.size = 10;

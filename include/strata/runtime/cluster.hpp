@@ -185,12 +185,12 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
   }
   if (o.rank) {
     c.rank = *o.rank;
-    c.rank_source = "--rank";
+    c.rank_source = "--node-rank";
   } else if (env) {
     c.rank = env->rank;
     c.rank_source = env->source;
   } else {
-    return bad("no rank given: pass --rank, or start under scripts/launch.sh, mpirun or srun "
+    return bad("no rank given: pass --node-rank, or start under scripts/launch.sh, mpirun or srun "
                "(STRATA_RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)");
   }
   if (o.size) c.size = *o.size;
@@ -239,13 +239,14 @@ inline cluster make_cluster(const cluster_options& o, const getenv_fn& getenv = 
   return c;
 }
 
-/// Registers --rank, --size, --hostfile, --base-port, --host, --listen, --secret, --max-frame,
+/// Registers --node-rank (also spelled --rank), --size, --hostfile, --base-port, --host, --listen, --secret, --max-frame,
 /// --connect-timeout-ms and --peer-timeout-ms on a CLI11 `CLI::App` (any type with CLI11's
 /// `add_option_function<T>(name, fn, description)`; strata does not depend on CLI11).
 template <class App>
 void add_cluster_options(App& app, cluster_options& o) {
   app.template add_option_function<std::uint32_t>(
-      "--rank", [&o](const std::uint32_t& v) { o.rank = v; }, "this process's rank (default: from the launcher's environment)");
+      "--node-rank,--rank", [&o](const std::uint32_t& v) { o.rank = v; },
+      "this process's rank (default: from the launcher's environment); --rank where the program has no --rank of its own");
   app.template add_option_function<std::uint32_t>(
       "--size", [&o](const std::uint32_t& v) { o.size = v; }, "number of processes (default: launcher or hostfile)");
   app.template add_option_function<std::string>(

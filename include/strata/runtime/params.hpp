@@ -94,6 +94,10 @@ struct model_params {
   template <consistency_model C>
   static model_params of(const system_config& cfg) {
     static_assert(detail::check_consistency_model<C>());
+    if (C::staleness == dynamic_bound && cfg.staleness < 0)  // a negative bound would make every read wait forever
+      throw error(errc::bad_input, std::string(C::name()) + ": system_config::staleness " + std::to_string(cfg.staleness) + " (want >= 0)");
+    if (C::value_bound < 0 && !(cfg.value_bound > 0))  // NaN or <= 0
+      throw error(errc::bad_input, std::string(C::name()) + ": system_config::value_bound " + std::to_string(cfg.value_bound) + " (want > 0)");
     model_params p;
     p.name = C::name();
     p.config_staleness = cfg.staleness;

@@ -50,11 +50,31 @@ inline std::string slurp_file(const std::filesystem::path& file) {
   throw strata::error(errc::bad_input, msg);
 }
 
-/// A token quoted for an error message, cut short so a binary blob cannot flood the log.
+/// Text safe to print in an error message: every byte that is not printable ASCII (control bytes,
+/// NUL, DEL, bytes >= 0x80) and the backslash become "\xNN", so a message neither stops at a NUL nor
+/// drives the terminal.
+inline std::string printable(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      s.push_back(ch);
+    } else {
+      s.append("\\x").push_back(hex[c >> 4]);
+      s.push_back(hex[c & 15]);
+    }
+  }
+  return s;
+}
+
+/// A token quoted for an error message (printable(): escaped), cut short so a binary blob cannot
+/// flood the log.
 inline std::string quoted(std::string_view tok) {
   constexpr std::size_t max_len = 40;
   std::string s = "'";
-  s.append(tok.substr(0, max_len));
+  s.append(printable(tok.substr(0, max_len)));
   if (tok.size() > max_len) s.append("...");
   s.append("'");
   return s;
@@ -63,7 +83,10 @@ inline std::string quoted(std::string_view tok) {
 /// Walks a text buffer line by line, counting lines from 1 and dropping a trailing '\r'.
 class line_cursor {
  public:
-  explicit line_cursor(std::string_view text) noexcept : text_(text) {}
+  /// A UTF-8 byte order mark at the start of the text is skipped (editors on Windows write one).
+  explicit line_cursor(std::string_view text) noexcept : text_(text) {
+    if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;
+  }
 
   /// Sets `line` to the next line (without its terminator); false at the end of the text.
   bool next(std::string_view& line) noexcept {

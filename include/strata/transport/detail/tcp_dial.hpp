@@ -157,14 +157,27 @@ inline asio::awaitable<handshake_status> connect_peer(tcp_state& s, std::shared_
   co_return handshake_status::ok;
 }
 
-/// Accepts connections until the acceptor closes; each one is handshaked on its own.
+/// Accepts connections until the acceptor closes; each one is handshaked on its own. A failed
+/// accept (EMFILE, ENFILE, ENOBUFS...) pauses 100 ms instead of retrying at full speed, and is
+/// logged at most once a second with the count of failures since the last line.
 inline asio::awaitable<void> accept_loop(tcp_state& s) {
+  asio::steady_timer pause(s.io);
+  auto last_log = tcp_state::clock::now() - std::chrono::seconds(2);
+  std::uint64_t failures = 0;
   for (;;) {
     std::error_code ec;
     tcp_socket sock = co_await s.acceptor.async_accept(redirect(ec));
     if (ec) {
       if (ec == asio::error::operation_aborted || !s.acceptor.is_open()) co_return;
-      s.log_line("accept failed: " + ec.message());
+      ++failures;
+      if (tcp_state::clock::now() - last_log >= std::chrono::seconds(1)) {
+        s.log_line("accept failed " + std::to_string(failures) + " time(s): " + ec.message() +
+                   "; retrying every 100 ms");
+        last_log = tcp_state::clock::now();
+        failures = 0;
+      }
+      pause.expires_after(std::chrono::milliseconds(100));
+      co_await pause.async_wait(redirect(ec));
       continue;
     }
     auto c = std::make_shared<tcp_conn>(std::move(sock));

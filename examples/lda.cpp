@@ -83,6 +83,20 @@ void check_topic_memory(const ex::trainer_cli& cli, const ml::lda_trainer_option
                                                                      std::string(lo.keep_model ? " and the kept model" : ""));
 }
 
+/// Refuses, before any topic is drawn, a corpus whose tokens need more memory than the machine (or
+/// `ulimit -v`) gives: the counts in a file of a few bytes may announce 2^30 tokens, and every token
+/// gets a 4-byte topic assignment (in every process: each draws all initial topics); a checkpoint
+/// copies them twice while it is written, --bench-baseline's plain loop holds a token list and its
+/// own topics (4 + 4 bytes).
+void check_token_memory(const ex::trainer_cli& cli, const ml::lda_corpus& corpus, bool ckpt) {
+  const std::uint64_t tokens = corpus.tokens();
+  const long double per_token = 4 + (ckpt ? 8 : 0) + (cli.bench ? 8 : 0);
+  ex::check_memory(cli.data, static_cast<long double>(tokens) * per_token,
+                   std::to_string(tokens) + " tokens' topic assignments" + std::string(ckpt ? ", their checkpoint copies" : "") +
+                       std::string(cli.bench ? ", the baseline's token lists and topics" : "") + " (" +
+                       std::to_string(static_cast<unsigned>(per_token)) + " bytes per token)");
+}
+
 /// True when the run should print top words: a vocabulary or an explicit --top.
 bool wants_top_words(const CLI::App& app, const lda_flags& f) { return !f.vocab.empty() || app.count("--top") > 0; }
 
@@ -174,11 +188,12 @@ int main(int argc, char** argv) {
       throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
+    const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
+    check_token_memory(cli, corpus, ckpt);
     check_topic_memory(cli, lo, corpus);
     cli.phase = "training";
     lo.sampler = f.sampler == "mh" ? ml::lda_sampler::mh : ml::lda_sampler::sparse;
     if (f.sampler == "mh" && f.mode == "rotation") throw std::runtime_error("--sampler mh is for --mode ps");
-    const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
     if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
 
     const auto config = trace_config(cli, lo, f, corpus);

@@ -2,12 +2,14 @@
 /// \file Command-line checks shared by the example programs and benchmarks.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace strata::examples {
@@ -47,13 +49,25 @@ inline std::uint64_t physical_memory() {
   return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
 }
 
+/// The address space this process may still map (RLIMIT_AS, `ulimit -v`), or 2^64-1 when unlimited.
+inline std::uint64_t address_space_limit() {
+  struct rlimit lim {};
+  if (::getrlimit(RLIMIT_AS, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return ~std::uint64_t{0};
+  return static_cast<std::uint64_t>(lim.rlim_cur);
+}
+
 /// Refuses, before allocating, a setting whose memory (`bytes`, an estimate) exceeds the machine's
-/// physical memory: "FLAG: WHAT would need N MiB, more than this machine's M MiB".
+/// physical memory or the process's address-space limit, whichever is less: "FLAG: WHAT would need
+/// N MiB, more than this machine's M MiB of memory" (or "... this process's address-space limit of
+/// M MiB (ulimit -v)"). `flag` may be a file name when the size comes from a file.
 inline void check_memory(const std::string& flag, long double bytes, const std::string& what) {
-  const std::uint64_t have = physical_memory();
+  const std::uint64_t phys = physical_memory(), limit = address_space_limit();
+  const std::uint64_t have = std::min(phys, limit);
   if (bytes <= static_cast<long double>(have)) return;
+  const std::string than = limit < phys ? "this process's address-space limit of " + std::to_string(have >> 20) + " MiB (ulimit -v)"
+                                        : "this machine's " + std::to_string(have >> 20) + " MiB of memory";
   throw std::invalid_argument(flag + ": " + what + " would need " + std::to_string(static_cast<unsigned long long>(bytes / (1 << 20))) +
-                              " MiB, more than this machine's " + std::to_string(have >> 20) + " MiB of memory");
+                              " MiB, more than " + than);
 }
 
 }  // namespace strata::examples

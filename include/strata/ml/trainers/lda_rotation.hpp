@@ -167,6 +167,9 @@ class lda_rotation_program {
       s.ndk.assign(s.docs.size() * K, 0);
       s.segs.assign(B_, {});
       s.ents.assign(B_, {});
+      std::uint64_t mine = 0;  // exactly this worker's tokens: no doubling past what the corpus holds
+      for (auto d : s.docs) mine += len[d];
+      s.z.reserve(mine);
       for (std::size_t i = 0; i < s.docs.size(); ++i) {
         const auto d = s.docs[i];
         std::vector<std::uint32_t> last(B_, ~0u);

@@ -239,6 +239,9 @@ inline lda_run train_lda(system_base& sys, const lda_corpus& corpus, const lda_t
     for (std::uint32_t p = 0; p < P; ++p) {
       auto& st = state[p];
       st.ndk.assign(docs_of[p].size() * K, 0);
+      std::uint64_t mine = 0;  // exactly this worker's tokens: no doubling past what the corpus holds
+      for (auto d : docs_of[p]) mine += len[d];
+      st.z.reserve(mine);
       for (std::size_t i = 0; i < docs_of[p].size(); ++i) {
         const auto d = docs_of[p][i];
         for (std::size_t e = 0; e < corpus.words[d].size(); ++e)

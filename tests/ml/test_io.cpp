@@ -115,6 +115,19 @@ TEST_CASE("io readers: error messages escape what is not printable, a UTF-8 BOM 
   CHECK(libsvm_of("\xEF\xBB\xBF" "1 1:2\n").num_rows() == 1);
 }
 
+TEST_CASE("io vocab: a file starting with a UTF-8 BOM reads as the same file without it") {
+  const std::string words = "alpha\nbeta\ngamma\n";
+  std::istringstream plain(words), marked("\xEF\xBB\xBF" + words);
+  const auto want = io::read_vocab(plain, "v.txt");
+  REQUIRE(want == std::vector<std::string>{"alpha", "beta", "gamma"});
+  CHECK(io::read_vocab(marked, "v.txt") == want);
+  temp_file f("bom_vocab.txt", "\xEF\xBB\xBF" + words);
+  CHECK(io::read_vocab(f.path) == want);
+  // A BOM-only first line is an empty entry: word ids would shift by one, so it is refused.
+  std::istringstream only("\xEF\xBB\xBF\nalpha\n");
+  CHECK(bad_input_message([&] { io::read_vocab(only, "v.txt"); }).rfind("v.txt:1: empty line", 0) == 0);
+}
+
 TEST_CASE("io ratings: file and error_code overloads") {
   temp_file good("good.txt", "3 4 5\n");
   const auto rs = io::read_ratings(good.path);

@@ -314,6 +314,15 @@ TEST_CASE("MF model files: a malformed file is an error naming the file and line
     std::istringstream in(text);
     CHECK(bad_input([&] { (void)ml::read_mf_model(in, "m"); }).find(where) == 0);
   }
+  {  // A UTF-8 BOM before the header (a file saved by a Windows editor) reads as the same model.
+    std::istringstream plain(ok), marked("\xEF\xBB\xBF" + ok);
+    const auto a = ml::read_mf_model(plain, "m"), b = ml::read_mf_model(marked, "m");
+    CHECK(b.users == a.users);
+    CHECK(b.items == a.items);
+    CHECK(b.mean == a.mean);
+    temp_file bom("bom.model", "\xEF\xBB\xBF" + ok);
+    CHECK(ml::read_mf_model(bom.path).users == a.users);
+  }
   temp_file f("bad.model", head + "user 0 0.1 1 2\nitem 0 0 3 x\n");
   CHECK(bad_input([&] { (void)ml::read_mf_model(f.path); }).find(f.path.string() + ":3:") == 0);
   CHECK_THROWS_AS((void)ml::read_mf_model("/nonexistent/model"), strata::error);
@@ -425,6 +434,15 @@ TEST_CASE("LDA model: top words on a small hand-made model, and malformed files 
                         2 * (ml::log_gamma(5.01) - ml::log_gamma(0.01)) + (ml::log_gamma(1.01) - ml::log_gamma(0.01)) +
                         (ml::log_gamma(2.01) - ml::log_gamma(0.01)) + (ml::log_gamma(7.01) - ml::log_gamma(0.01));
   CHECK(m.word_loglik() == doctest::Approx(expect).epsilon(1e-12));
+
+  {  // A UTF-8 BOM before the header reads as the same model.
+    std::ostringstream text;
+    ml::write_lda_model(text, m);
+    std::istringstream marked("\xEF\xBB\xBF" + text.str());
+    const auto b = ml::read_lda_model(marked, "m");
+    CHECK(b == m);
+    CHECK(b.word_loglik() == m.word_loglik());
+  }
 
   const std::string head = "strata_lda_model 1 topics 2 vocab 2 alpha 0.1 beta 0.01\n";
   const std::vector<std::pair<std::string, std::string>> bad = {

@@ -140,6 +140,18 @@ TEST_CASE("trace: write then read gives back the same records and configuration"
   CHECK(line.find("rmse")->as_number() == rs[1].metric);
 }
 
+TEST_CASE("trace: a file starting with a UTF-8 BOM reads as the same trace") {
+  std::ostringstream out;
+  strata::trace_writer(out, sample_config()).write(sample_record(2));
+  std::istringstream plain(out.str()), marked("\xEF\xBB\xBF" + out.str());
+  strata::trace_reader a(plain, "mem"), b(marked, "mem");
+  CHECK(b.config() == a.config());
+  CHECK(b.read_all() == a.read_all());
+  // Only at the start of the file: a BOM before a later line is an error naming that line.
+  std::string what;
+  CHECK(error_line(out.str() + "\xEF\xBB\xBF" + strata::to_json(sample_record(3)).dump() + "\n", &what) == 3);
+}
+
 TEST_CASE("trace: non-finite values are written as null and read back as NaN, and an unnamed metric is 'metric'") {
   strata::iteration_record r = sample_record(1);
   r.metric = std::numeric_limits<double>::infinity();

@@ -298,10 +298,12 @@ class trace_reader {
   std::size_t line_number() const noexcept { return line_; }
 
  private:
-  /// The next non-blank line; false at the end.
+  /// The next non-blank line; false at the end. A UTF-8 byte order mark opening the file is
+  /// skipped (editors on Windows write one); anywhere else it is a JSON error.
   bool next_line(std::string& line) {
     while (std::getline(*in_, line)) {
       ++line_;
+      if (line_ == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (line.find_first_not_of(" \t") != std::string::npos) return true;
     }

@@ -239,9 +239,24 @@ inline cluster make_cluster(const cluster_options& o, const getenv_fn& getenv = 
   return c;
 }
 
+namespace detail {
+/// A CLI11-style check (empty: good, else the reason) for flags that hold a count of milliseconds
+/// or bytes: a whole number >= `min`. A negative value would otherwise become a timeout that has
+/// already run out or, for an unsigned flag, wrap to 2^64 - 1.
+inline auto whole_number_at_least(std::uint64_t min, const char* unit) {
+  return [min, unit](const std::string& s) -> std::string {
+    std::uint64_t v = 0;
+    if (!parse_uint(s, v) || v < min || v > static_cast<std::uint64_t>(INT64_MAX))
+      return "must be a whole number of " + std::string(unit) + " >= " + std::to_string(min) + ", got '" + s + "'";
+    return {};
+  };
+}
+}  // namespace detail
+
 /// Registers --node-rank (also spelled --rank), --size, --hostfile, --base-port, --host, --listen, --secret, --max-frame,
 /// --connect-timeout-ms and --peer-timeout-ms on a CLI11 `CLI::App` (any type with CLI11's
-/// `add_option_function<T>(name, fn, description)`; strata does not depend on CLI11).
+/// `add_option_function<T>(name, fn, description)` returning an option with `check(fn)`; strata
+/// does not depend on CLI11). The timeouts and --max-frame refuse a negative or fractional value.
 template <class App>
 void add_cluster_options(App& app, cluster_options& o) {
   app.template add_option_function<std::uint32_t>(
@@ -260,13 +275,16 @@ void add_cluster_options(App& app, cluster_options& o) {
   app.template add_option_function<std::string>(
       "--secret", [&o](const std::string& v) { o.secret = v; }, "shared secret required in the handshake (default $STRATA_SECRET)");
   app.template add_option_function<std::size_t>(
-      "--max-frame", [&o](const std::size_t& v) { o.max_frame = v; }, "largest frame accepted or sent, bytes");
+      "--max-frame", [&o](const std::size_t& v) { o.max_frame = v; }, "largest frame accepted or sent, bytes")
+      ->check(detail::whole_number_at_least(1, "bytes"));
   app.template add_option_function<std::int64_t>(
       "--connect-timeout-ms", [&o](const std::int64_t& v) { o.connect_timeout = std::chrono::milliseconds(v); },
-      "how long to wait for every peer's handshake");
+      "how long to wait for every peer's handshake")
+      ->check(detail::whole_number_at_least(0, "milliseconds"));
   app.template add_option_function<std::int64_t>(
       "--peer-timeout-ms", [&o](const std::int64_t& v) { o.peer_timeout = std::chrono::milliseconds(v); },
-      "a silent peer is lost after this long");
+      "a silent peer is lost after this long")
+      ->check(detail::whole_number_at_least(0, "milliseconds"));
 }
 
 }  // namespace strata

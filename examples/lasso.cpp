@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
     strata::trace_writer tw(cli.metrics, config);
     const auto trace = res.trace();
     for (std::size_t i = 0; i < trace.size(); ++i) tw.write(trace[i], {{"nnz", res.points[i].nnz}});
+    tw.close();
     std::string model;
     for (double b : res.beta) model += ex::fmt("%.17g", b) + '\n';
     for (const auto& path : {fl.out, cli.save})

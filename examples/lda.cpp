@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(rot.block_conflicts));
 
     trace.write(res.iterations);
+    trace.close();
     print_summary(cli, lo, corpus, res);
     if (!res.invariants_ok) {
       std::fprintf(stderr, "strata_lda: count invariant violated: %s\n", res.invariant_error.c_str());

@@ -182,6 +182,7 @@ int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, cons
   const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_mf_ccd(sys, train, test, co, progress); });
   line.done();
   trace.write(res.iterations);
+  trace.close();
   ex::summary s("mf", cli.so, co.iterations);
   s.add("mode", "ccd").add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse));
   s.add("loss", ex::fmt("%.6e", res.final_loss)).add("column_updates", std::to_string(res.column_updates));
@@ -323,6 +324,7 @@ int main(int argc, char** argv) {
           break;
         }
     }
+    trace.close();
     for (const auto& sg : res.segments)
       if (cli.lead())
         std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());

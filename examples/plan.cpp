@@ -20,6 +20,7 @@
 // --quantity objective follows F(β) itself (per row already), whose optimum differs by subset.
 #include <CLI/CLI.hpp>
 
+#include <strata/core/atomic_file.hpp>
 #include <strata/core/trace.hpp>
 #include <strata/cost/design.hpp>
 #include <strata/cost/evaluate.hpp>
@@ -107,7 +108,9 @@ struct workload {
     const auto its = f->trainer == "mf"    ? run_mf(so, p.scale, iterations, cfg)
                      : f->trainer == "lda" ? run_lda(so, p.scale, iterations, cfg)
                                            : run_lasso(so, p.scale, iterations, cfg);
-    strata::trace_writer(file, cfg).write(its);
+    strata::trace_writer tw(file, cfg);
+    tw.write(its);
+    tw.close();
   }
 
  private:
@@ -224,6 +227,8 @@ int main(int argc, char** argv) {
       ml::io::share_ids(w.train, w.test);  // one id space (sparse ids are remapped per file)
     } else if (f.trainer == "lda") {
       w.corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(f.data)), f.max_docs);
+      ex::check_memory(f.data, static_cast<long double>(w.corpus.tokens()) * 4,
+                       std::to_string(w.corpus.tokens()) + " tokens' topic assignments (4 bytes per token)");
     } else {
       w.rows = ml::io::read_libsvm(std::filesystem::path(f.data));
       // STRADS rounds have no consistency model: every Lasso configuration is "bsp".
@@ -233,6 +238,9 @@ int main(int argc, char** argv) {
       if (f.probe_models != bsp || f.heldout_models != bsp)
         throw std::invalid_argument("--trainer lasso: the consistency models do not apply to STRADS rounds (use bsp only)");
     }
+    // --out is created (as a temporary beside it) before any probe runs, so a path that cannot be
+    // written fails now, naming it; the fit replaces it whole at the end, or not at all.
+    strata::atomic_file out_file(f.out);
     const std::filesystem::path dir = f.trace_dir.empty() ? f.out + ".traces" : f.trace_dir;
     std::filesystem::create_directories(dir);
     const double latency = f.delay_us * 1e-6;
@@ -349,7 +357,8 @@ int main(int argc, char** argv) {
                   checks[ev.pick].config.describe().c_str(), 100 * ev.pick_slowdown, checks[ev.best].config.describe().c_str());
       out.set("heldout", cost::to_json(checks, ev));
     }
-    std::ofstream(f.out) << out.dump() << '\n';
+    out_file.write(out.dump() + '\n');
+    out_file.commit();
     std::printf("strata_plan: fit written to %s\n", f.out.c_str());
     return 0;
   } catch (const std::exception& e) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -138,6 +139,44 @@ TEST_CASE("trace: write then read gives back the same records and configuration"
   CHECK(line.find("staleness")->find("mean")->as_number() == doctest::Approx(rs[1].staleness_mean()));
   CHECK(line.find("staleness")->find("max")->as_number() == 7);
   CHECK(line.find("rmse")->as_number() == rs[1].metric);
+}
+
+TEST_CASE("trace: a file is replaced whole by close(), and a writer dropped without it leaves the old file") {
+  temp_file f("atomic.jsonl", "OLD\n");
+  auto text = [&] {
+    std::ifstream in(f.path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto leftovers = [&] {
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(f.path.parent_path()))
+      n += e.path().filename().string().rfind(f.path.filename().string() + ".tmp-", 0) == 0;
+    return n;
+  };
+  {
+    strata::trace_writer w(f.path, sample_config());
+    w.write(sample_record(1));
+    CHECK(text() == "OLD\n");  // nothing in place until close()
+  }
+  CHECK(text() == "OLD\n");
+  CHECK(leftovers() == 0);
+  {
+    strata::trace_writer w(f.path, sample_config());
+    w.write(sample_record(1));
+    w.close();
+  }
+  const auto t = strata::read_trace(f.path);
+  CHECK(t.config == sample_config());
+  CHECK(t.iterations == std::vector<strata::iteration_record>{sample_record(1)});
+  CHECK(leftovers() == 0);
+  // A folder that cannot hold the file: trace_error naming it and the system's reason, at once.
+  try {
+    strata::trace_writer w("/proc/strata_no_such_dir/t.jsonl", sample_config());
+    FAIL("no error");
+  } catch (const strata::trace_error& e) {
+    CHECK(e.file() == "/proc/strata_no_such_dir/t.jsonl");
+    CHECK(std::string(e.what()).find("No such file or directory") != std::string::npos);
+  }
 }
 
 TEST_CASE("trace: a file starting with a UTF-8 BOM reads as the same trace") {

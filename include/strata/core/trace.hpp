@@ -1,7 +1,8 @@
 #pragma once
 /// \file The trace of a run: one record per iteration, and its JSON Lines file (the trainers'
 /// `--metrics FILE`), with a writer and a reader so that any tool (a cost model, a plot) can read
-/// any run's trace. Depends on the standard library only.
+/// any run's trace. Depends on core/json.hpp and core/atomic_file.hpp: a trace file appears whole
+/// (written beside the target, renamed over it by `trace_writer::close()`) or not at all.
 ///
 /// Format, one JSON object per line:
 ///
@@ -31,6 +32,7 @@
 /// and read back as NaN. Blank lines are skipped. The reader takes the metric to be the first
 /// member, in line order, that is not one of the fields above and holds a number (or null);
 /// other unknown members are ignored, so later versions may add fields.
+#include <strata/core/atomic_file.hpp>
 #include <strata/core/json.hpp>
 
 #include <charconv>
@@ -204,19 +206,20 @@ inline iteration_record record_from_json(const json_value& o) {
 
 /// Writes a trace: the configuration line when constructed, then one line per `write`. A
 /// default-constructed writer (or one given an empty path) writes nothing, so callers need no
-/// "if metrics were asked for" around every write.
+/// "if metrics were asked for" around every write. A file is written atomically
+/// (core/atomic_file.hpp): the lines go to `FILE.tmp-<pid>` (watchable while the run goes on) and
+/// `close()` renames it over FILE; a writer destroyed without `close()` (a failed run) removes it
+/// and leaves FILE as it was.
 class trace_writer {
  public:
   trace_writer() = default;
-  /// Writes to `file` (truncating it); an empty path writes nothing. Throws trace_error when the
-  /// file cannot be written. `config` should be a JSON object.
+  /// Writes to `file`; an empty path writes nothing. Throws trace_error naming the file and the
+  /// system's reason when it cannot be created (so a bad --metrics fails before the run).
+  /// `config` should be a JSON object.
   trace_writer(const std::filesystem::path& file, const json_value& config) {
     if (file.empty()) return;
-    auto f = std::make_unique<std::ofstream>(file);
-    if (!*f) throw trace_error(file.string(), 0, "cannot write the trace file");
-    owned_ = std::move(f);
-    out_ = owned_.get();
     name_ = file.string();
+    guarded([&] { file_ = std::make_unique<atomic_file>(file); });
     write_config(config);
   }
   /// Writes to a stream the caller keeps alive.
@@ -225,37 +228,51 @@ class trace_writer {
     write_config(config);
   }
 
-  bool is_open() const noexcept { return out_ != nullptr; }
+  bool is_open() const noexcept { return out_ != nullptr || file_ != nullptr; }
   /// Appends one iteration line (flushed, so a trace can be watched while the run goes on).
-  void write(const iteration_record& r) {
-    if (!out_) return;
-    *out_ << to_json(r).dump() << '\n';
-    out_->flush();
-    if (!*out_) throw trace_error(name_, 0, "write failed");
-  }
+  void write(const iteration_record& r) { put(to_json(r).dump() + '\n', 0); }
   /// Appends one iteration line with members of the trainer's own after the standard ones (e.g.
   /// Lasso's "nnz"); readers ignore members they do not know.
   void write(const iteration_record& r, const json_value::object_type& extra) {
-    if (!out_) return;
+    if (!is_open()) return;
     json_value o = to_json(r);
     for (const auto& [k, v] : extra) o.set(k, v);
-    *out_ << o.dump() << '\n';
-    out_->flush();
-    if (!*out_) throw trace_error(name_, 0, "write failed");
+    put(o.dump() + '\n', 0);
   }
   /// Appends every record.
   void write(const std::vector<iteration_record>& rs) {
     for (const auto& r : rs) write(r);
   }
+  /// Puts a file in place (fsync, rename; see the class comment); nothing for a stream or an
+  /// unopened writer. Throws trace_error naming the file when that fails. Later writes do nothing.
+  void close() {
+    if (!file_) return;
+    auto f = std::move(file_);
+    guarded([&] { f->commit(); });
+  }
 
  private:
+  template <class F>
+  void guarded(F&& f) {
+    try {
+      f();
+    } catch (const std::system_error& e) {
+      throw trace_error(name_, 0, e.what());
+    }
+  }
+  void put(const std::string& text, std::size_t line) {
+    if (file_) return guarded([&] { file_->write(text); });
+    if (!out_) return;
+    *out_ << text;
+    out_->flush();
+    if (!*out_) throw trace_error(name_, line, "write failed");
+  }
   void write_config(const json_value& config) {
     json_value head = json_value::object();
     head.set("config", config);
-    *out_ << head.dump() << '\n';
-    if (!*out_) throw trace_error(name_, 1, "write failed");
+    put(head.dump() + '\n', 1);
   }
-  std::unique_ptr<std::ostream> owned_;
+  std::unique_ptr<atomic_file> file_;
   std::ostream* out_ = nullptr;
   std::string name_;
 };
@@ -345,10 +362,11 @@ inline trace read_trace(const std::filesystem::path& file) {
   return t;
 }
 
-/// Writes a whole trace file; throws trace_error when it cannot be written.
+/// Writes a whole trace file atomically; throws trace_error when it cannot be written.
 inline void write_trace(const std::filesystem::path& file, const trace& t) {
   trace_writer w(file, t.config);
   w.write(t.iterations);
+  w.close();
 }
 
 }  // namespace strata

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   app.add_option("--oversample", fl.sched.oversample, "dependency filter: candidates per accepted coefficient")->capture_default_str();
   app.add_option("--p", fl.sched.p, "priority: |Δβ|^p")->capture_default_str();
   app.add_option("--eta", fl.sched.eta, "priority: floor, fraction of the mean non-zero priority")->capture_default_str();
-  app.add_flag("--standardize", fl.standardize, "centre and scale each column (dense); the named datasets set this themselves");
+  app.add_flag("--standardize", fl.standardize, "centre and scale each column (kept sparse); the named datasets set this themselves");
   app.add_flag("--log1p", fl.log1p, "log(1 + value) of each stored value (counts)");
   app.add_option("--out", fl.out, "write the coefficients to FILE, one per line (as --save)");
   cli.finish_flags();
@@ -88,9 +88,11 @@ int main(int argc, char** argv) {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec))
       throw std::runtime_error(file + " does not exist (run scripts/fetch_data.sh for diabetes / spam)");
-    const auto raw = ml::io::read_libsvm(file);
+    // Columns past what one evaluation message holds are refused at the line that names them.
+    const std::size_t max_message = cli.so.system_config().max_message;
+    const auto raw = ml::io::read_libsvm(file, {ml::lasso_max_columns(max_message), ml::lasso_columns_why(max_message)});
     if (raw.num_rows() == 0 || raw.nnz() == 0)
-      throw strata::error(strata::errc::bad_input, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
+      throw strata::error(strata::errc::refused, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
     const auto prob = ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
     const auto res = ex::dispatch(cli.so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
       strata::basic_system<T> sys(cli.so.system_config(), strata::model_params{}, std::move(tc));

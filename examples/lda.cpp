@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
     const auto vocab = f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab);  // bad input fails before training
     const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data), f.max_tokens), f.max_docs);
     if (corpus.tokens() == 0)
-      throw strata::error(strata::errc::bad_input, cli.data + ": no tokens (the corpus is empty" +
+      throw strata::error(strata::errc::refused, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));
     lo.keep_model = !cli.save.empty() || wants_top_words(cli.app, f);
     const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();

@@ -202,9 +202,9 @@ std::pair<ml::io::rating_set, ml::io::rating_set> read_data(const ex::trainer_cl
   auto train = ml::io::read_ratings(train_path);
   auto test = ml::io::read_ratings(std::filesystem::path(cli.data) / "ratings.test.txt");
   if (train.empty())
-    throw strata::error(strata::errc::bad_input, train_path.string() + ": no ratings (the file is empty or holds only blank and '#' lines)");
+    throw strata::error(strata::errc::refused, train_path.string() + ": no ratings (the file is empty or holds only blank and '#' lines)");
   if (test.empty())  // a test RMSE over no ratings would print 0.0000
-    throw strata::error(strata::errc::bad_input, (std::filesystem::path(cli.data) / "ratings.test.txt").string() +
+    throw strata::error(strata::errc::refused, (std::filesystem::path(cli.data) / "ratings.test.txt").string() +
                                                      ": no ratings (the file is empty or holds only blank and '#' lines; the test RMSE needs at least one)");
   const bool sparse = train.remapped() || test.remapped() || (start && (!start->user_ids.empty() || !start->item_ids.empty()));
   if (start)

@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   app.add_option("--scheduler", f.sched.name, "lasso: round_robin|random|priority|filtered|random-filtered")
       ->check(CLI::IsMember({"round_robin", "random", "priority", "filtered", "random-filtered"}))->capture_default_str();
   app.add_option("--rho", f.sched.rho, "lasso, filtered schedulers: reject |correlation| >= rho")->capture_default_str();
-  app.add_flag("--standardize", f.standardize, "lasso: centre and scale each column (dense; for dense data such as diabetes)");
+  app.add_flag("--standardize", f.standardize, "lasso: centre and scale each column (kept sparse)");
   app.add_option("--seed", f.seed, "random seed (runs, data subsets, bootstrap)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -230,7 +230,8 @@ int main(int argc, char** argv) {
       ex::check_memory(f.data, static_cast<long double>(w.corpus.tokens()) * 4,
                        std::to_string(w.corpus.tokens()) + " tokens' topic assignments (4 bytes per token)");
     } else {
-      w.rows = ml::io::read_libsvm(std::filesystem::path(f.data));
+      const std::size_t max_message = strata::system_config{}.max_message;
+      w.rows = ml::io::read_libsvm(std::filesystem::path(f.data), {ml::lasso_max_columns(max_message), ml::lasso_columns_why(max_message)});
       // STRADS rounds have no consistency model: every Lasso configuration is "bsp".
       const std::vector<std::string> bsp{"bsp"};
       if (probe_models->count() == 0) f.probe_models = bsp;

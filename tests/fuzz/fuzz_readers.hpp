@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the data-reader fuzz targets: run a reader on the input, accept strata::error
-// (bad_input naming "fuzz:LINE: ..."), and let anything else (bad_alloc, length_error, a
+// (bad_input or refused, naming "fuzz:LINE: ..."), and let anything else (bad_alloc, length_error, a
 // crash, undefined behaviour) reach libFuzzer.
 #include <strata/core/error.hpp>
 
@@ -16,7 +16,8 @@ void expect_ok_or_bad_input(F&& f) {
     f();
   } catch (const strata::error& e) {
     const std::string_view what = e.what();
-    if (e.code() != strata::errc::bad_input || what.rfind("fuzz:", 0) != 0) __builtin_trap();  // must name the input
+    const bool expected = e.code() == strata::errc::bad_input || e.code() == strata::errc::refused;
+    if (!expected || what.rfind("fuzz:", 0) != 0) __builtin_trap();  // must name the input
   }
 }
 }  // namespace strata_fuzz

@@ -33,6 +33,22 @@ std::string bad_input_message(F&& f) {
   return "";
 }
 
+/// The message of the strata::error that `f` throws, checking it is a refusal (errc::refused: a
+/// well-formed file past a limit) that does not call itself malformed; "" if none.
+template <class F>
+std::string refused_message(F&& f) {
+  try {
+    f();
+  } catch (const strata::error& e) {
+    CHECK(e.code() == strata::errc::refused);
+    CHECK(std::string(e.what()).find("malformed input") == std::string::npos);
+    return e.what();
+  } catch (const std::exception& e) {
+    FAIL("threw a non-strata exception: " << e.what());
+  }
+  return "";
+}
+
 io::rating_set ratings_of(const std::string& text) {
   std::istringstream in(text);
   return io::read_ratings(in, "x.txt");
@@ -242,8 +258,9 @@ TEST_CASE("io bag_of_words: malformed input reports file:line") {
 
 TEST_CASE("io bag_of_words: sizes from the file never become unbounded allocations") {
   auto msg = [](const std::string& text) { return bad_input_message([&] { bow_of(text); }); };
+  auto refused = [](const std::string& text) { return refused_message([&] { bow_of(text); }); };
   // One count of 2e9 would be expanded into 2e9 topic assignments (8 GB): refused at its line.
-  const std::string big = msg("3\n5\n4\n1 1 3\n1 2 2\n2 3 2000000000\n3 5 1\n");
+  const std::string big = refused("3\n5\n4\n1 1 3\n1 2 2\n2 3 2000000000\n3 5 1\n");
   CHECK(big.rfind("x.txt:6: count 2000000000 brings the corpus to 2000000005 tokens, over the limit of 1073741824", 0) == 0);
   CHECK(big.find("7629 MiB") != std::string::npos);  // 2000000005 x 4 bytes
   // The limit is the caller's: raised, the same corpus reads (nothing is expanded here).
@@ -251,7 +268,7 @@ TEST_CASE("io bag_of_words: sizes from the file never become unbounded allocatio
   const auto b = io::read_bag_of_words(in, "x.txt", 3'000'000'000ULL);
   CHECK(b.num_tokens() == 2000000006ULL);
   std::istringstream small("1\n2\n1\n1 1 11\n");
-  CHECK(bad_input_message([&] { io::read_bag_of_words(small, "s.txt", 10); }).rfind("s.txt:4: count 11", 0) == 0);
+  CHECK(refused_message([&] { io::read_bag_of_words(small, "s.txt", 10); }).rfind("s.txt:4: count 11", 0) == 0);
   // Header sizes that a file of a few bytes cannot describe are refused before any allocation.
   CHECK(msg("4000000000\n5\n1\n1 1 1\n").rfind("x.txt:1: header D (number of documents) 4000000000 is more", 0) == 0);
   CHECK(msg("3\n4000000000\n1\n1 1 1\n").rfind("x.txt:2: header W (vocabulary size) 4000000000 is more", 0) == 0);
@@ -299,14 +316,27 @@ TEST_CASE("io libsvm: malformed lines report file:line") {
 
 TEST_CASE("io libsvm: a stray huge feature index is refused naming its line, not made into billions of columns") {
   auto msg = [](const std::string& text) { return bad_input_message([&] { libsvm_of(text); }); };
-  const std::string m = msg("1 1:1 3:2\n-1 2:1 4000000000:1\n1 5:1\n");
+  auto refused = [](const std::string& text) { return refused_message([&] { libsvm_of(text); }); };
+  const std::string m = refused("1 1:1 3:2\n-1 2:1 4000000000:1\n1 5:1\n");
   CHECK(m.rfind("x.txt:2: feature index 4000000000 would make that many columns for 5 stored values", 0) == 0);
   CHECK(m.find("61035 MiB") != std::string::npos);
   // Up to 2^24 columns are always fine, and beyond that as long as the data is not mostly empty.
   CHECK(libsvm_of("1 16777216:1\n").num_features == 16777216);
-  CHECK(msg("1 16777217:1\n").rfind("x.txt:1: feature index 16777217", 0) == 0);
+  CHECK(refused("1 16777217:1\n").rfind("x.txt:1: feature index 16777217", 0) == 0);
   CHECK(msg("nan 1:1\n").rfind("x.txt:1: bad label 'nan'", 0) == 0);
   CHECK(msg("1 1:-nan\n").rfind("x.txt:1: bad value '-nan'", 0) == 0);
+}
+
+TEST_CASE("io libsvm: a caller's column cap is checked while reading, at the first line past it") {
+  const io::libsvm_cap cap{100, "the program's reason"};
+  std::istringstream ok("1 1:1 100:2\n");
+  CHECK(io::detail::parse_libsvm("1 1:1 100:2\n", "x.txt", cap).num_features == 100);
+  // Line 2 passes the cap; line 3 (a malformed line) is never reached.
+  const std::string m = refused_message([&] { io::detail::parse_libsvm("1 1:1\n2 3:1 101:5\nbad line\n", "x.txt", cap); });
+  CHECK(m.rfind("x.txt:2: feature index 101 is over the limit of 100 columns (the program's reason)", 0) == 0);
+  temp_file f("wide.libsvm", "1 1:1 2200000:2\n2 5:1\n");
+  CHECK(refused_message([&] { io::read_libsvm(f.path, {2096640, ""}); }).rfind(f.path.string() + ":1: feature index 2200000", 0) == 0);
+  CHECK(io::read_libsvm(f.path).num_features == 2200000);  // without a cap: the reader's own rule
 }
 
 TEST_CASE("io: readers are not bothered by binary garbage") {

@@ -10,7 +10,9 @@
 #include <strata/sched/schedulers.hpp>
 #include <strata/strata.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -240,25 +242,139 @@ TEST_CASE("lasso by STRADS: a run that diverges from deep pipelining names the d
   }
 }
 
-TEST_CASE("lasso: what cannot fit is refused up front, naming the size") {
-  // 3 rows, 50M columns: standardising would densify 1.8 GB; refused before any allocation.
+TEST_CASE("lasso: standardising keeps a wide sparse design sparse, and what cannot fit is refused up front") {
+  // 40 rows, 3M columns, 3 stored values: standardising used to densify 40 x 3M (1.4 GB) and was
+  // refused; sparse, it holds the 3 values and d-long per-column state.
   ml::io::libsvm_data wide;
-  wide.num_features = 50'000'000;
-  for (std::uint32_t i = 0; i < 3; ++i) {
-    wide.labels.push_back(i);
-    wide.indices.push_back(wide.num_features - 1 - i);
-    wide.values.push_back(1.0 + i);
+  wide.num_features = 3'000'000;
+  for (std::uint32_t i = 0; i < 40; ++i) {
+    wide.labels.push_back(i % 7);
+    if (i < 3) wide.indices.push_back(wide.num_features - 1 - i), wide.values.push_back(1.0 + i);
     wide.row_offsets.push_back(wide.indices.size());
   }
-  CHECK_THROWS_WITH_AS(ml::lasso_problem::from(wide, {.standardize_x = true}), doctest::Contains("over the limit of"), strata::error);
-  // Unstandardised it stays sparse, but an evaluation (Xᵀr over every column) would exceed the
+  const auto ps = ml::lasso_problem::from(wide, {.standardize_x = true});
+  CHECK(ps.nnz() == 3);
+  CHECK(ps.sq_norm[wide.num_features - 1] == doctest::Approx(1.0));
+  CHECK(ps.sq_norm[0] == 0.0);  // an empty column stays 0
+  // Unstandardised it stays sparse too, but an evaluation (Xᵀr over every column) would exceed the
   // message limit: refused before the run, naming the largest column count.
-  wide.num_features = 3'000'000;  // over the 2,096,640 columns a 16 MiB message holds (48 MB of column offsets here)
-  for (std::uint32_t i = 0; i < 3; ++i) wide.indices[i] = wide.num_features - 1 - i;
   const auto p = ml::lasso_problem::from(wide, {});
   strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
   sc::round_robin rr;
   ml::lasso_trainer_options o;
   o.lambda = 0.1;
-  CHECK_THROWS_WITH_AS(ml::train_lasso(sys, p, rr, o), doctest::Contains("over the message limit"), strata::error);
+  try {
+    (void)ml::train_lasso(sys, p, rr, o);
+    FAIL("not refused");
+  } catch (const strata::error& e) {
+    CHECK(e.code() == strata::errc::refused);
+    const std::string what = e.what();
+    CHECK(what.find("over the message limit") != std::string::npos);
+    CHECK(what.find("at most 2096640 columns") != std::string::npos);
+    CHECK(what.find("malformed input") == std::string::npos);
+  }
+  CHECK(ml::lasso_max_columns(16u << 20) == 2096640);
+}
+
+namespace {
+/// n x d with about a third of the entries stored (non-zero), a sparse linear target plus noise.
+ml::io::libsvm_data sparse_synthetic(std::uint32_t n, std::uint32_t d, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g(0, 1);
+  std::uniform_real_distribution<double> u(0, 1);
+  ml::io::libsvm_data data;
+  data.num_features = d;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    double y = g(rng);
+    for (std::uint32_t j = 0; j < d; ++j) {
+      if (u(rng) > 0.35) continue;
+      const double x = 1 + 2 * u(rng) + (j % 3);  // non-zero means: centring matters
+      data.indices.push_back(j), data.values.push_back(x);
+      if (j == 0) y += 3 * x;
+      if (j == 4) y -= 2 * x;
+      if (j == 7) y += x;
+    }
+    data.labels.push_back(y);
+    data.row_offsets.push_back(data.indices.size());
+  }
+  return data;
+}
+
+/// The same data standardised by filling every entry: (x − m)·s, stored for every row.
+ml::io::libsvm_data densely_standardised(const ml::io::libsvm_data& in) {
+  const std::uint32_t n = static_cast<std::uint32_t>(in.num_rows()), d = in.num_features;
+  std::vector<double> x(std::size_t{n} * d, 0.0);
+  for (std::uint32_t i = 0; i < n; ++i)
+    for (auto k = in.row_offsets[i]; k < in.row_offsets[i + 1]; ++k) x[std::size_t{i} * d + in.indices[k]] = in.values[k];
+  for (std::uint32_t j = 0; j < d; ++j) {
+    double m = 0, s = 0;
+    for (std::uint32_t i = 0; i < n; ++i) m += x[std::size_t{i} * d + j];
+    m /= n;
+    for (std::uint32_t i = 0; i < n; ++i) s += (x[std::size_t{i} * d + j] - m) * (x[std::size_t{i} * d + j] - m);
+    const double scale = s > 0 ? std::sqrt(n / s) : 0.0;
+    for (std::uint32_t i = 0; i < n; ++i) x[std::size_t{i} * d + j] = (x[std::size_t{i} * d + j] - m) * scale;
+  }
+  ml::io::libsvm_data out;
+  out.num_features = d;
+  out.labels = in.labels;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t j = 0; j < d; ++j) out.indices.push_back(j), out.values.push_back(x[std::size_t{i} * d + j]);
+    out.row_offsets.push_back(out.indices.size());
+  }
+  return out;
+}
+
+void same_coefficients(const std::vector<double>& a, const std::vector<double>& b, double rel) {
+  REQUIRE(a.size() == b.size());
+  double scale = 0;
+  for (double v : b) scale = std::max(scale, std::abs(v));
+  for (std::size_t j = 0; j < a.size(); ++j) {
+    INFO("coefficient " << j << ": " << a[j] << " vs " << b[j]);
+    CHECK(std::abs(a[j] - b[j]) <= rel * scale);
+  }
+}
+}  // namespace
+
+TEST_CASE("lasso: sparse standardisation gives the dense standardisation's problem, path and optimum") {
+  const auto data = sparse_synthetic(120, 12, 11);
+  const auto sparse = ml::lasso_problem::from(data, {.center_y = true, .standardize_x = true});
+  const auto dense = ml::lasso_problem::from(densely_standardised(data), {.center_y = true});
+  CHECK(sparse.nnz() == data.nnz());  // nothing filled in
+  CHECK(dense.nnz() == std::uint64_t{120} * 12);
+  CHECK(sparse.lambda_max() == doctest::Approx(dense.lambda_max()).epsilon(1e-12));
+  for (std::uint32_t j = 0; j < sparse.d; ++j) {
+    CHECK(sparse.sq_norm[j] == doctest::Approx(dense.sq_norm[j]).epsilon(1e-12));
+    for (std::uint32_t k = 0; k < sparse.d; ++k) CHECK(sparse.col_cosine(j, k) == doctest::Approx(dense.col_cosine(j, k)).epsilon(1e-10));
+  }
+  const double lambda = 0.05 * dense.lambda_max();
+  // The sequential solver: the same optimum, F and gap to ~1e-9.
+  const auto a = ml::lasso_cd(sparse, lambda, 1e-13), b = ml::lasso_cd(dense, lambda, 1e-13);
+  CHECK(a.eval.objective == doctest::Approx(b.eval.objective).epsilon(1e-9));
+  same_coefficients(a.beta, b.beta, 1e-9);
+  // F of one β both ways, and of the residual the problems build.
+  const auto ea = ml::lasso_evaluate(sparse, b.beta, lambda), eb = ml::lasso_evaluate(dense, b.beta, lambda);
+  CHECK(ea.objective == doctest::Approx(eb.objective).epsilon(1e-12));
+  CHECK(std::abs(ea.gap - eb.gap) <= 1e-9 * eb.objective);
+  // STRADS rounds with 3 workers (rows split: the centring's sums are per worker), a fixed number
+  // of rounds: the same iterates, evaluation by evaluation.
+  auto rounds = [&](const ml::lasso_problem& p) {
+    strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 3});
+    sc::round_robin rr;
+    ml::lasso_trainer_options o;
+    o.lambda = lambda;
+    o.rounds = 300;
+    o.batch = 2;
+    o.tolerance = 0;
+    o.evaluate_every = 25;
+    return ml::train_lasso(sys, p, rr, o);
+  };
+  const auto ra = rounds(sparse), rb = rounds(dense);
+  same_coefficients(ra.beta, rb.beta, 1e-9);
+  REQUIRE(ra.points.size() == rb.points.size());
+  for (std::size_t k = 0; k < ra.points.size(); ++k) {
+    INFO("evaluation " << k);
+    CHECK(ra.points[k].eval.objective == doctest::Approx(rb.points[k].eval.objective).epsilon(1e-9));
+    CHECK(ra.points[k].nnz == rb.points[k].nnz);
+  }
+  CHECK(ra.final_eval.objective == doctest::Approx(b.eval.objective).epsilon(1e-6));
 }

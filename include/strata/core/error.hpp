@@ -19,6 +19,7 @@ enum class errc {
   timeout,                ///< a bounded wait ran out
   shutdown,               ///< the system is stopping
   diverged,               ///< an iterative method's iterates left every bound (e.g. too many parallel steps)
+  refused,                ///< well-formed input or a setting refused by a limit (a size, the memory, a cap)
 };
 
 namespace detail {
@@ -38,6 +39,7 @@ class strata_category_impl final : public std::error_category {
       case errc::timeout: return "timed out";
       case errc::shutdown: return "system shutting down";
       case errc::diverged: return "diverged";
+      case errc::refused: return "refused";
     }
     return "unknown strata error";
   }

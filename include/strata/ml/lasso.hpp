@@ -11,8 +11,8 @@
 /// residual y − Xβ). From any β we take the feasible u = s·r/n with s = min(1, nλ/‖Xᵀr‖∞), so
 /// gap(β) = F(β) − D(u) ≥ 0, and 0 exactly at the optimum.
 ///
-/// No intercept is fitted: centre y (and, for dense data, X) before, as `lasso_problem::from`
-/// does on request. A column of zeros keeps β_j = 0 (its coordinate step has nothing to fit).
+/// No intercept is fitted: centre y (and X) before, as `lasso_problem::from` does on request (X
+/// stays sparse: the centring is folded into every kernel). A column of zeros keeps β_j = 0 (its coordinate step has nothing to fit).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,21 +25,23 @@
 
 namespace strata::ml {
 
-/// A Lasso problem: X by columns (CSC), y.
+/// A Lasso problem: X by columns (CSC), y. A standardised problem stays sparse: column j is
+/// x̃_j = v_j − center[j]·1, with v_j the stored (scaled) values and center[j] the scaled column
+/// mean, so that ‖x̃_j‖² = n; every kernel folds the centring in (x̃_jᵀu = v_jᵀu − center[j]·Σu).
 struct lasso_problem {
   std::uint32_t n = 0, d = 0;
   std::vector<std::uint64_t> col_offsets{0};  ///< size d+1
   std::vector<std::uint32_t> rows;            ///< row of each stored value, increasing within a column
   std::vector<double> values;
   std::vector<double> y;
-  std::vector<double> sq_norm;  ///< ‖x_j‖² / n per column
+  std::vector<double> sq_norm;  ///< ‖x̃_j‖² / n per column
+  std::vector<double> center;   ///< per column, what x̃_j subtracts from every row (empty: nothing)
 
   /// How `from` prepares the data.
   struct preparation {
     bool center_y = true;        ///< subtract the mean of y
-    bool standardize_x = false;  ///< centre each column and scale it to ‖x_j‖² = n (dense data: fills X)
+    bool standardize_x = false;  ///< centre each column and scale it to ‖x_j‖² = n (kept sparse: `center`)
     bool log1p_x = false;        ///< replace each stored value v by log(1 + v) (counts)
-    std::uint64_t max_dense_bytes = std::uint64_t{1} << 30;  ///< standardize_x: the most the dense n × d design may take
   };
 
   /// Builds a problem from libsvm rows (label = target). Throws strata::error(bad_input) for an
@@ -49,14 +51,6 @@ struct lasso_problem {
     if (data.num_rows() == 0 || data.num_features == 0)
       throw error(errc::bad_input, "lasso: the design is empty (" + std::to_string(data.num_rows()) + " rows, " +
                                        std::to_string(data.num_features) + " columns)");
-    if (prep.standardize_x) {  // refused before anything is allocated
-      const std::uint64_t bytes = std::uint64_t{data.num_rows()} * data.num_features * (sizeof(double) + sizeof(std::uint32_t));
-      if (bytes / (sizeof(double) + sizeof(std::uint32_t)) / data.num_features != data.num_rows() || bytes > prep.max_dense_bytes)
-        throw error(errc::bad_input, "lasso: standardising densifies " + std::to_string(data.num_rows()) + " rows x " +
-                                         std::to_string(data.num_features) + " columns into " + std::to_string(bytes) +
-                                         " bytes, over the limit of " + std::to_string(prep.max_dense_bytes) +
-                                         " bytes: use the data unstandardised (it stays sparse) or fewer columns");
-    }
     p.n = static_cast<std::uint32_t>(data.num_rows());
     p.d = data.num_features;
     p.y = data.labels;
@@ -68,65 +62,31 @@ struct lasso_problem {
       m /= p.n;
       for (double& v : p.y) v -= m;
     }
-    // Columns: counts, then a transpose of the CSR.
-    std::vector<std::uint64_t> count(p.d + 1, 0);
-    for (auto c : data.indices) ++count[c + 1];
-    if (prep.standardize_x) {  // dense: every column holds every row
-      p.col_offsets.resize(p.d + 1);
-      for (std::uint32_t j = 0; j <= p.d; ++j) p.col_offsets[j] = std::uint64_t{j} * p.n;
-      p.rows.resize(std::uint64_t{p.d} * p.n);
-      p.values.assign(p.rows.size(), 0.0);
-      for (std::uint32_t j = 0; j < p.d; ++j)
-        for (std::uint32_t i = 0; i < p.n; ++i) p.rows[std::uint64_t{j} * p.n + i] = i;
-      for (std::uint32_t i = 0; i < p.n; ++i) {
-        const auto idx = data.row_indices(i);
-        const auto val = data.row_values(i);
-        for (std::size_t k = 0; k < idx.size(); ++k)
-          p.values[std::uint64_t{idx[k]} * p.n + i] = prep.log1p_x ? std::log1p(val[k]) : val[k];
-      }
-      for (std::uint32_t j = 0; j < p.d; ++j) {
-        double* col = p.values.data() + std::uint64_t{j} * p.n;
-        double m = 0, s = 0;
-        for (std::uint32_t i = 0; i < p.n; ++i) m += col[i];
-        m /= p.n;
-        for (std::uint32_t i = 0; i < p.n; ++i) s += (col[i] - m) * (col[i] - m);
-        const double scale = s > 0 ? std::sqrt(p.n / s) : 0.0;
-        for (std::uint32_t i = 0; i < p.n; ++i) col[i] = (col[i] - m) * scale;
-      }
-    } else {
-      for (std::uint32_t j = 0; j < p.d; ++j) count[j + 1] += count[j];
-      p.col_offsets = count;
-      p.rows.resize(data.nnz());
-      p.values.resize(data.nnz());
-      std::vector<std::uint64_t> at(count.begin(), count.end() - 1);
-      for (std::uint32_t i = 0; i < p.n; ++i) {
-        const auto idx = data.row_indices(i);
-        const auto val = data.row_values(i);
-        for (std::size_t k = 0; k < idx.size(); ++k) {
-          const auto pos = at[idx[k]]++;
-          p.rows[pos] = i;
-          p.values[pos] = prep.log1p_x ? std::log1p(val[k]) : val[k];
-        }
-      }
-    }
+    p.transpose(data, prep.log1p_x);
     for (double v : p.values)
       if (!std::isfinite(v)) throw error(errc::bad_input, "lasso: a design value is not finite (log1p of a value <= -1?)");
+    if (prep.standardize_x) p.standardize();
     p.sq_norm.assign(p.d, 0.0);
     for (std::uint32_t j = 0; j < p.d; ++j) {
-      double s = 0;
-      for (auto k = p.col_offsets[j]; k < p.col_offsets[j + 1]; ++k) s += p.values[k] * p.values[k];
+      const double c = p.center_of(j);
+      double s = static_cast<double>(p.n - (p.col_offsets[j + 1] - p.col_offsets[j])) * c * c;  // the rows not stored: (0 − c)²
+      for (auto k = p.col_offsets[j]; k < p.col_offsets[j + 1]; ++k) s += (p.values[k] - c) * (p.values[k] - c);
       p.sq_norm[j] = s / p.n;
     }
     return p;
   }
 
   std::uint64_t nnz() const noexcept { return values.size(); }
-  /// x_jᵀ v for a vector over rows.
-  double col_dot(std::uint32_t j, std::span<const double> v) const noexcept {
+  /// What column j subtracts from every row (0 unless standardised).
+  double center_of(std::uint32_t j) const noexcept { return center.empty() ? 0.0 : center[j]; }
+  /// x̃_jᵀ v for a vector over rows whose sum is `sum_v` (only read when the columns are centred).
+  double col_dot(std::uint32_t j, std::span<const double> v, double sum_v) const noexcept {
     double s = 0;
     for (auto k = col_offsets[j]; k < col_offsets[j + 1]; ++k) s += values[k] * v[rows[k]];
-    return s;
+    return s - center_of(j) * sum_v;
   }
+  /// x̃_jᵀ v (sums v when the columns are centred: pass the sum to the overload above in loops).
+  double col_dot(std::uint32_t j, std::span<const double> v) const noexcept { return col_dot(j, v, center.empty() ? 0.0 : sum(v)); }
   /// |correlation| (cosine) of columns a and b, in [0, 1]; 0 when either is zero.
   double col_cosine(std::uint32_t a, std::uint32_t b) const noexcept {
     if (sq_norm[a] <= 0 || sq_norm[b] <= 0) return 0.0;
@@ -137,21 +97,71 @@ struct lasso_problem {
       else if (rows[k] < rows[i]) ++k;
       else s += values[i++] * values[k++];
     }
+    s -= n * center_of(a) * center_of(b);  // (v_a − c_a)ᵀ(v_b − c_b) = v_aᵀv_b − n·c_a·c_b (Σ v_j = n·c_j)
     return std::min(1.0, std::abs(s) / (n * std::sqrt(sq_norm[a] * sq_norm[b])));
   }
-  /// λ_max = ‖Xᵀy‖∞ / n: the smallest λ with β = 0 optimal.
+  /// λ_max = ‖X̃ᵀy‖∞ / n: the smallest λ with β = 0 optimal.
   double lambda_max() const noexcept {
+    const double sy = sum(y);
     double m = 0;
-    for (std::uint32_t j = 0; j < d; ++j) m = std::max(m, std::abs(col_dot(j, y)));
+    for (std::uint32_t j = 0; j < d; ++j) m = std::max(m, std::abs(col_dot(j, y, sy)));
     return m / n;
   }
-  /// r = y − Xβ.
+  /// r = y − X̃β.
   std::vector<double> residual(std::span<const double> beta) const {
     std::vector<double> r = y;
+    double shift = 0;  // Σ_j β_j·center_j, added back to every row
     for (std::uint32_t j = 0; j < d; ++j)
-      if (beta[j] != 0)
+      if (beta[j] != 0) {
+        shift += beta[j] * center_of(j);
         for (auto k = col_offsets[j]; k < col_offsets[j + 1]; ++k) r[rows[k]] -= values[k] * beta[j];
+      }
+    if (shift != 0)
+      for (double& v : r) v += shift;
     return r;
+  }
+  static double sum(std::span<const double> v) noexcept {
+    double s = 0;
+    for (double x : v) s += x;
+    return s;
+  }
+
+ private:
+  /// Columns from the rows: counts, then a transpose of the CSR.
+  void transpose(const io::libsvm_data& data, bool log1p) {
+    std::vector<std::uint64_t> count(d + 1, 0);
+    for (auto c : data.indices) ++count[c + 1];
+    for (std::uint32_t j = 0; j < d; ++j) count[j + 1] += count[j];
+    col_offsets = count;
+    rows.resize(data.nnz());
+    values.resize(data.nnz());
+    std::vector<std::uint64_t> at(count.begin(), count.end() - 1);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const auto idx = data.row_indices(i);
+      const auto val = data.row_values(i);
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        const auto pos = at[idx[k]]++;
+        rows[pos] = i;
+        values[pos] = log1p ? std::log1p(val[k]) : val[k];
+      }
+    }
+  }
+  /// Centres and scales every column to ‖x̃_j‖² = n without filling it: the mean m_j and the
+  /// spread Σ_i (x_ij − m_j)² count the rows not stored as zeros; the stored values are scaled by
+  /// s_j = sqrt(n / spread) and center[j] = m_j·s_j (a constant column: s_j = 0, the column is 0).
+  void standardize() {
+    center.assign(d, 0.0);
+    for (std::uint32_t j = 0; j < d; ++j) {
+      const auto b = col_offsets[j], e = col_offsets[j + 1];
+      double m = 0, s = 0;
+      for (auto k = b; k < e; ++k) m += values[k];
+      m /= n;
+      for (auto k = b; k < e; ++k) s += (values[k] - m) * (values[k] - m);
+      s += static_cast<double>(n - (e - b)) * m * m;
+      const double scale = s > 0 ? std::sqrt(n / s) : 0.0;
+      for (auto k = b; k < e; ++k) values[k] *= scale;
+      center[j] = m * scale;
+    }
   }
 };
 
@@ -184,7 +194,8 @@ inline lasso_eval lasso_evaluate(const lasso_problem& p, std::span<const double>
   const auto r = p.residual(beta);
   double rss = 0, ry = 0, mg = 0, l1 = 0;
   for (std::uint32_t i = 0; i < p.n; ++i) rss += r[i] * r[i], ry += r[i] * p.y[i];
-  for (std::uint32_t j = 0; j < p.d; ++j) mg = std::max(mg, std::abs(p.col_dot(j, r)));
+  const double sr = lasso_problem::sum(r);
+  for (std::uint32_t j = 0; j < p.d; ++j) mg = std::max(mg, std::abs(p.col_dot(j, r, sr)));
   for (double b : beta) l1 += std::abs(b);
   return lasso_eval::of(rss, ry, mg, l1, lambda, p.n);
 }
@@ -209,16 +220,21 @@ inline lasso_solution lasso_cd(const lasso_problem& p, double lambda, double rel
   check_lambda(lambda);
   lasso_solution s;
   s.beta.assign(p.d, 0.0);
+  // r: y − Σ β_j v_j, the residual without the centring's constant (x̃_j ⟂ 1, so no x̃_jᵀr sees
+  // it); sr = Σ r, kept with it.
   std::vector<double> r = p.y;
+  double sr = lasso_problem::sum(r);
   for (s.epochs = 1; s.epochs <= max_epochs; ++s.epochs) {
     for (std::uint32_t j = 0; j < p.d; ++j) {
       if (p.sq_norm[j] <= 0) continue;
-      const double z = p.col_dot(j, r) / p.n + p.sq_norm[j] * s.beta[j];
+      const double z = p.col_dot(j, r, sr) / p.n + p.sq_norm[j] * s.beta[j];
       const double b = lasso_coordinate(z, p.sq_norm[j], lambda);
       const double delta = b - s.beta[j];
       if (delta == 0) continue;
       s.beta[j] = b;
-      for (auto k = p.col_offsets[j]; k < p.col_offsets[j + 1]; ++k) r[p.rows[k]] -= p.values[k] * delta;
+      double col = 0;
+      for (auto k = p.col_offsets[j]; k < p.col_offsets[j + 1]; ++k) r[p.rows[k]] -= p.values[k] * delta, col += p.values[k];
+      if (!p.center.empty()) sr -= col * delta;
     }
     if (s.epochs % 10 == 0 || s.epochs == max_epochs) {
       s.eval = lasso_evaluate(p, s.beta, lambda);

@@ -126,7 +126,7 @@ inline void write_lda_model(std::ostream& out, const lda_word_topic_model& m) {
     line += '\n';
     out << line;
   }
-  if (!out) throw strata::error(errc::bad_input, "write_lda_model: write failed");
+  if (!out) throw strata::error(std::make_error_code(std::errc::io_error), "write_lda_model: write failed");
 }
 
 /// Writes the model to a file atomically (core/atomic_file.hpp: a failed write leaves the previous

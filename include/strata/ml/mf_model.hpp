@@ -149,7 +149,7 @@ inline void write_mf_model(std::ostream& out, const mf_biased_model& m) {
   };
   rows("user", m.num_users, [&](std::uint32_t u) { return m.user(u); }, [&](std::uint32_t u) { return m.user_id(u); });
   rows("item", m.num_items, [&](std::uint32_t i) { return m.item(i); }, [&](std::uint32_t i) { return m.item_id(i); });
-  if (!out) throw strata::error(errc::bad_input, "write_mf_model: write failed");
+  if (!out) throw strata::error(std::make_error_code(std::errc::io_error), "write_mf_model: write failed");
 }
 
 /// Writes the model to a file atomically (core/atomic_file.hpp: a failed write leaves the previous

@@ -131,7 +131,7 @@ inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view n
     if (!f.at_end()) fail(name, ln, "trailing text " + quoted(f.rest()) + " after the count");
     tokens += c;
     if (tokens > max_tokens)
-      fail(name, ln, "count " + std::to_string(c) + " brings the corpus to " + std::to_string(tokens) +
+      refuse(name, ln, "count " + std::to_string(c) + " brings the corpus to " + std::to_string(tokens) +
                          " tokens, over the limit of " + std::to_string(max_tokens) + " (LDA would need at least " +
                          std::to_string((tokens * 4) >> 20) + " MiB for their topic assignments; raise the limit, " +
                          "e.g. strata_lda --max-tokens, if that is meant)");

@@ -5,7 +5,9 @@
 /// Labels and values must be finite (NaN and inf are refused naming file and line). The largest
 /// index sizes per-column state in every solver, so it may be at most max(2^24, 8 × the stored
 /// values): one stray index 4000000000 is refused (naming its line and the memory it would
-/// take), not turned into four billion columns.
+/// take), not turned into four billion columns. A caller that can run fewer columns passes its
+/// own cap (`libsvm_cap`): the first line with an index above it is refused as it is read, naming
+/// the file, the line and the caller's reason.
 #include <strata/core/error.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 
@@ -45,10 +47,16 @@ struct libsvm_data {
   }
 };
 
+/// A caller's own bound on the columns (0: none but the reader's), and why, for the message.
+struct libsvm_cap {
+  std::uint32_t max_features = 0;
+  std::string why;  ///< e.g. "an evaluation sends 8 bytes per column in one message of at most 16777216 bytes"
+};
+
 namespace detail {
 
 /// Parses a whole libsvm buffer; `name` only labels error messages.
-inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
+inline libsvm_data parse_libsvm(std::string_view text, std::string_view name, const libsvm_cap& cap = {}) {
   libsvm_data out;
   line_cursor lines(text);
   std::string_view line;
@@ -70,6 +78,9 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
       // Capped one below the maximum so that num_features = idx cannot overflow.
       if (!parse_uint(ti, idx) || idx == 0 || idx == std::numeric_limits<std::uint32_t>::max())
         fail(name, ln, "bad feature index " + quoted(ti) + " (want an integer >= 1)");
+      if (cap.max_features > 0 && idx > cap.max_features)
+        refuse(name, ln, "feature index " + std::string(ti) + " is over the limit of " + std::to_string(cap.max_features) +
+                             " columns" + (cap.why.empty() ? std::string() : " (" + cap.why + ")"));
       if (idx <= prev)
         fail(name, ln, "feature index " + std::string(ti) + " not above the previous " + std::to_string(prev) +
                            " (want strictly increasing indices)");
@@ -85,7 +96,7 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name) {
   }
   const std::uint64_t max_features = std::max<std::uint64_t>(std::uint64_t{1} << 24, 8 * std::uint64_t{out.nnz()});
   if (out.num_features > max_features)
-    fail(name, widest_line, "feature index " + std::to_string(out.num_features) + " would make that many columns for " +
+    refuse(name, widest_line, "feature index " + std::to_string(out.num_features) + " would make that many columns for " +
                                 std::to_string(out.nnz()) + " stored values (at least " +
                                 std::to_string((std::uint64_t{out.num_features} * 16) >> 20) +
                                 " MiB of per-column state; the limit is max(2^24, 8 x stored values)): number the features densely");
@@ -100,10 +111,11 @@ inline libsvm_data read_libsvm(std::istream& in, std::string_view name) {
   return detail::parse_libsvm(text, name);
 }
 
-/// Reads a libsvm file. Throws strata::error (bad_input, or the OS code if it cannot open).
-inline libsvm_data read_libsvm(const std::filesystem::path& file) {
+/// Reads a libsvm file. Throws strata::error (bad_input or refused naming file:line, or the OS
+/// code if it cannot open).
+inline libsvm_data read_libsvm(const std::filesystem::path& file, const libsvm_cap& cap = {}) {
   const std::string text = detail::slurp_file(file);
-  return detail::parse_libsvm(text, file.string());
+  return detail::parse_libsvm(text, file.string(), cap);
 }
 
 /// Reads a libsvm stream; on error returns an empty result and sets `ec`.

@@ -112,7 +112,7 @@ inline rating_set parse_ratings(std::string_view text, std::string_view name) {
     rows.push_back(r);
   }
   if (rows.size() > std::numeric_limits<std::uint32_t>::max())
-    fail(name, lines.line_number(), "more than 2^32-1 ratings in one file");
+    refuse(name, lines.line_number(), "more than 2^32-1 ratings in one file");
   rating_set out;
   out.user_ids.reserve(rows.size());
   out.item_ids.reserve(rows.size());

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -132,6 +133,7 @@ class lasso_program {
       }
       s.r.assign(p.y.begin() + s.lo, p.y.begin() + s.hi);
       s.y = s.r;
+      for (double v : s.r) s.sum_r += v;
     }
   }
 
@@ -145,6 +147,7 @@ class lasso_program {
     const double* col = dense_column(b);
     double s = 0;
     for (auto q = p_.col_offsets[a]; q < p_.col_offsets[a + 1]; ++q) s += p_.values[q] * col[p_.rows[q]];
+    s -= p_.n * p_.center_of(a) * p_.center_of(b);  // centred columns (lasso_problem::col_cosine)
     return std::min(1.0, std::abs(s) / (p_.n * std::sqrt(p_.sq_norm[a] * p_.sq_norm[b])));
   }
   bool done() const noexcept { return done_; }
@@ -156,7 +159,10 @@ class lasso_program {
     out.g.reserve(pl.vars.size());
     for (auto j : pl.vars) out.g.push_back(dot(s, j));
     if (pl.evaluate) {
-      for (std::size_t i = 0; i < s.r.size(); ++i) out.rss += s.r[i] * s.r[i], out.ry += s.r[i] * s.y[i];
+      for (std::size_t i = 0; i < s.r.size(); ++i) {
+        const double r = s.r[i] + s.shift;  // the true residual
+        out.rss += r * r, out.ry += r * s.y[i];
+      }
       out.grad.resize(p_.d);
       for (std::uint32_t j = 0; j < p_.d; ++j) out.grad[j] = dot(s, j);
     }
@@ -169,7 +175,10 @@ class lasso_program {
       const double d = u.delta[k];
       if (d == 0) continue;
       const auto j = u.vars[k];
-      for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) s.r[s.rows[q]] -= s.values[q] * d;
+      double col = 0;
+      for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) s.r[s.rows[q]] -= s.values[q] * d, col += s.values[q];
+      s.sum_r -= col * d;
+      s.shift += p_.center_of(j) * d;
     }
     ++s.applied;
   }
@@ -237,13 +246,18 @@ class lasso_program {
     std::uint32_t lo = 0, hi = 0;  // rows [lo, hi)
     std::vector<std::uint64_t> col_offsets;
     std::vector<std::uint32_t> rows;  // local row of each value
+    // r: y − Σ β_j v_j over the shard's rows; the true residual is r + shift (shift = Σ β_j·center_j,
+    // 0 unless the columns are centred). sum_r = Σ r.
     std::vector<double> values, r, y;
+    double sum_r = 0, shift = 0;
     std::uint64_t applied = 0;
   };
-  static double dot(const shard& s, sched::var_id j) noexcept {
+  /// The shard's part of x̃_jᵀ(true residual), up to terms that cancel in the workers' sum:
+  /// v_jᵀr − center_j·Σr over its rows (the shift drops out of the sum because x̃_j ⟂ 1).
+  double dot(const shard& s, sched::var_id j) const noexcept {
     double g = 0;
     for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) g += s.values[q] * s.r[s.rows[q]];
-    return g;
+    return g - p_.center_of(j) * s.sum_r;
   }
   static std::string fmt_g(double v) {
     char b[32];
@@ -287,7 +301,7 @@ class lasso_program {
     const std::uint64_t pulled = history_first_ + history_.size();
     if (applied >= pulled) return 0.0;
     if (applied < history_first_)
-      throw error(errc::bad_input, "lasso: pipelining deeper than " + std::to_string(lasso_history) + " rounds");
+      throw error(errc::refused, "lasso: pipelining deeper than " + std::to_string(lasso_history) + " rounds");
     double s = 0;
     for (std::uint64_t k = applied; k < pulled; ++k) {
       const auto& u = history_[k - history_first_];
@@ -323,6 +337,20 @@ class lasso_program {
 /// and the program keeps the last 64 rounds' changes.
 inline constexpr std::uint32_t lasso_max_depth = 64;
 
+/// The most columns a run can evaluate: an evaluation pushes Xᵀr over every column in one message
+/// (8 bytes a column, plus a few KiB of framing) that must fit `max_message`
+/// (system_config::max_message; 16 MiB: 2,096,640 columns).
+inline std::uint32_t lasso_max_columns(std::size_t max_message) noexcept {
+  const std::uint64_t c = (max_message > 4096 ? max_message - 4096 : 0) / sizeof(double);
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(c, std::numeric_limits<std::uint32_t>::max() - 1));
+}
+
+/// Why a libsvm file read for Lasso is capped at lasso_max_columns (io::libsvm_cap::why).
+inline std::string lasso_columns_why(std::size_t max_message) {
+  return "Lasso evaluates the gradient of every column in one message of 8 bytes a column, at most " +
+         std::to_string(max_message) + " bytes";
+}
+
 /// Refuses settings that cannot run (before anything starts), naming the setting.
 inline void check_lasso_options(const lasso_trainer_options& o) {
   const auto bad = [](const std::string& what) { throw error(errc::bad_input, "lasso: " + what); };
@@ -350,11 +378,10 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
                                                 "beta = 0 is the solution for every lambda");
   // An evaluation pushes Xᵀr over every column in one message: 8 bytes a column, under the message limit.
   const std::uint64_t eval_bytes = std::uint64_t{sizeof(double)} * p.d + 4096, limit = sys.config().max_message;
-  if (eval_bytes > limit)
-    throw error(errc::bad_input, "lasso: " + std::to_string(p.d) + " columns need evaluation messages of about " +
+  if (p.d > lasso_max_columns(limit))
+    throw error(errc::refused, "lasso: " + std::to_string(p.d) + " columns need evaluation messages of about " +
                                      std::to_string(eval_bytes) + " bytes, over the message limit of " + std::to_string(limit) +
-                                     " bytes (system_config::max_message): at most " +
-                                     std::to_string((limit > 4096 ? limit - 4096 : 0) / sizeof(double)) + " columns");
+                                     " bytes (system_config::max_message): at most " + std::to_string(lasso_max_columns(limit)) + " columns");
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
   lasso_program prog(p, out.lambda, P, o.tolerance);
   sched::options so;

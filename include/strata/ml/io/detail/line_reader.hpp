@@ -50,6 +50,14 @@ inline std::string slurp_file(const std::filesystem::path& file) {
   throw strata::error(errc::bad_input, msg);
 }
 
+/// Throws a refusal of well-formed input past a limit: refused with "<name>:<line>: <what>" (so
+/// the message does not end in "malformed input").
+[[noreturn]] inline void refuse(std::string_view name, std::size_t line, std::string_view what) {
+  std::string msg;
+  msg.append(name).append(":").append(std::to_string(line)).append(": ").append(what);
+  throw strata::error(errc::refused, msg);
+}
+
 /// Text safe to print in an error message: every byte that is not printable ASCII (control bytes,
 /// NUL, DEL, bytes >= 0x80) and the backslash become "\xNN", so a message neither stops at a NUL nor
 /// drives the terminal.

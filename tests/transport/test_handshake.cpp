@@ -189,7 +189,7 @@ TEST_CASE("handshake: the same shared secret on both sides succeeds, and the byt
   CHECK_FALSE(a2.r.rx_key);
 }
 
-TEST_CASE("handshake: another protocol version is fatal to the dialer; the acceptor refuses that connection only") {
+TEST_CASE("handshake: another protocol version is fatal to the dialer, and the acceptor refuses that connection only") {
   auto h = make_hello(1, sig_bsp);
   h.version = wire::protocol_version + 1;
   auto [d, a] = handshake_both(dialer(h, 0), acceptor(make_hello(0, sig_bsp)));
@@ -218,7 +218,7 @@ TEST_CASE("handshake: a frame header of another protocol version is errc::protoc
                                std::to_string(wire::protocol_version + 98)));
 }
 
-TEST_CASE("handshake: another run signature is errc::config_mismatch, naming the field; fatal on both sides once the secret is proved") {
+TEST_CASE("handshake: another run signature is errc::config_mismatch, naming the field, and fatal on both sides once the secret is proved") {
   {
     auto [d, a] = handshake_both(dialer(make_hello(1, sig_ssp), 0), acceptor(make_hello(0, sig_bsp)));
     CHECK(d.r.status == handshake_status::fatal);

@@ -311,7 +311,7 @@ TEST_CASE("frame: rows carry per-writer clocks compactly, as differences from re
   CHECK(ec == make_error_code(errc::bad_frame));
 }
 
-TEST_CASE("frame_mac: a sealed frame opens in order; an altered, replayed, reordered or foreign-keyed one does not") {
+TEST_CASE("frame_mac: a sealed frame opens in order, and an altered, replayed, reordered or foreign-keyed one does not") {
   std::array<std::uint8_t, 16> n1{}, n2{};
   n1.fill(1);
   n2.fill(2);

@@ -34,7 +34,10 @@ struct hello {
   std::array<std::uint8_t, 16> nonce{};  ///< fresh random challenge for the peer's auth frame
   bool secret_set = false;           ///< this side requires the shared-secret exchange
   template <class Ar>
-  void serialize(Ar& ar) { ar(version, rank, world, signature_hash, signature, nonce, secret_set); }
+  void serialize(Ar& ar) {
+    ar(version, rank, world, signature_hash, signature, nonce);
+    detail::flag(ar, secret_set);  // one byte, 0 or 1: anything else is a malformed frame, not UB
+  }
 };
 
 /// Handshake, second frame when a shared secret is set:

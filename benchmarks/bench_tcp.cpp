@@ -12,6 +12,9 @@
 //  3. get() that misses the cache: system<bsp, tcp>, a 64-byte row on the other process, one
 //     get per clock (the flush and the request go out, the row comes back); baseline: a raw
 //     64-byte ping-pong. Reported: median round trip, raw / strata.
+// Each strata figure is measured twice in the same run, without and with a shared secret (every
+// frame then carries an AES-GMAC tag, docs/security.md); "mac" is secret / plain throughput, or
+// plain / secret time.
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
 
@@ -151,9 +154,10 @@ double raw_rtt_median(int rounds) {
 
 // ---- strata ------------------------------------------------------------------------------
 
-strata::tcp::config cfg(strata::node_id r, std::uint16_t p0, std::uint16_t p1) {
+strata::tcp::config cfg(strata::node_id r, std::uint16_t p0, std::uint16_t p1, const std::string& secret = "") {
   strata::tcp::config c;
   c.rank = r;
+  c.secret = secret;
   c.peers = {{"127.0.0.1", p0}, {"127.0.0.1", p1}};
   c.connect_timeout = std::chrono::milliseconds(10000);
   return c;
@@ -162,10 +166,10 @@ strata::tcp::config cfg(strata::node_id r, std::uint16_t p0, std::uint16_t p1) {
 /// Two tcp transports; rank 1's shard endpoint answers every flush with rows of the same payload.
 struct strata_pair {
   std::uint16_t p0 = free_port(), p1 = free_port();
-  strata::tcp a{cfg(0, p0, p1)}, b{cfg(1, p0, p1)};
+  strata::tcp a, b;
   std::counting_semaphore<1 << 20>* slots = nullptr;
   std::atomic<int> replies{0};
-  strata_pair() {
+  explicit strata_pair(const std::string& secret) : a(cfg(0, p0, p1, secret)), b(cfg(1, p0, p1, secret)) {
     a.bind({0, 1}, [this](strata::endpoint, strata::wire::message&&) {
       ++replies;
       slots->release();
@@ -211,10 +215,10 @@ struct strata_pair {
 
 /// Two system<bsp, tcp> (ranks 0 and 1) in this process, one worker each, running `program`.
 template <class F>
-void run_two(std::size_t width, F program) {
+void run_two(std::size_t width, F program, const std::string& secret) {
   const auto p0 = free_port(), p1 = free_port();
   auto one = [&](strata::node_id r) {
-    strata::system<strata::bsp, strata::tcp> sys({.nodes = 2, .workers_per_node = 1}, cfg(r, p0, p1));
+    strata::system<strata::bsp, strata::tcp> sys({.nodes = 2, .workers_per_node = 1}, cfg(r, p0, p1, secret));
     auto t = sys.add_table<strata::dense_row<float>>(width);
     sys.run([&](strata::worker& w) -> strata::task<> { co_await program(w, t); });
   };
@@ -224,7 +228,7 @@ void run_two(std::size_t width, F program) {
 }
 
 /// Lock-step row sync through the runtime: seconds per clock (worker 0's view).
-double strata_lockstep(std::size_t bytes, int rounds) {
+double strata_lockstep(std::size_t bytes, int rounds, const std::string& secret) {
   const std::size_t width = bytes / sizeof(float);
   double per_round = 0;
   run_two(width, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
@@ -239,12 +243,12 @@ double strata_lockstep(std::size_t bytes, int rounds) {
       (void)co_await w.get(t, mine);
     }
     if (w.id() == 0) per_round = secs(t0, clk::now()) / rounds;
-  });
+  }, secret);
   return per_round;
 }
 
 /// get() missing the cache: median seconds per get of a 64-byte row held by the other process.
-double strata_get_miss_median(int rounds) {
+double strata_get_miss_median(int rounds, const std::string& secret) {
   std::vector<double> rtt;
   run_two(16, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
     if (w.id() != 0) co_return;  // worker 1 finishes at once: only worker 0's clock gates reads
@@ -254,7 +258,7 @@ double strata_get_miss_median(int rounds) {
       (void)co_await w.get(t, 1);
       if (i >= 10) rtt.push_back(secs(t0, clk::now()));
     }
-  });
+  }, secret);
   std::sort(rtt.begin(), rtt.end());
   return rtt.empty() ? 0 : rtt[rtt.size() / 2];
 }
@@ -264,33 +268,40 @@ double strata_get_miss_median(int rounds) {
 int main() {
   std::printf("strata tcp benchmarks (loopback; ratios against raw sockets measured in this run)\n\n");
   std::printf("1. bulk row sync, pipelined (flush of B bytes up, rows of B bytes back)\n");
-  std::printf("%10s %8s %8s %14s %14s %8s\n", "batch", "batches", "window", "raw MB/s", "strata MB/s", "ratio");
+  std::printf("%10s %8s %8s %10s %12s %12s %7s %7s\n", "batch", "batches", "window", "raw MB/s", "strata MB/s",
+              "+secret MB/s", "ratio", "mac");
   {
-    strata_pair sp;
+    strata_pair sp(""), sq("s3cret");
     for (std::size_t bytes : {std::size_t{1} << 10, std::size_t{64} << 10, std::size_t{1} << 20}) {
       const int count = static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 200, 40000));
       const int window = static_cast<int>(std::max<std::size_t>(4, (std::size_t{4} << 20) / bytes));
       const double raw = best_of(3, [&] { return raw_stream(bytes, count, window); });
       const double st = best_of(3, [&] { return sp.stream(bytes, count, window); });
+      const double sm = best_of(3, [&] { return sq.stream(bytes, count, window); });
       const double mb = static_cast<double>(bytes) * count / 1e6;
-      std::printf("%9zuK %8d %8d %14.0f %14.0f %8.2f\n", bytes >> 10, count, window, mb / raw, mb / st, raw / st);
+      std::printf("%9zuK %8d %8d %10.0f %12.0f %12.0f %7.2f %7.2f\n", bytes >> 10, count, window, mb / raw, mb / st,
+                  mb / sm, raw / st, st / sm);
     }
   }
   std::printf("\n2. row sync through system<bsp, tcp>, lock-step (inc_row + clock + get per round, both ways)\n");
-  std::printf("%10s %8s %14s %14s %8s\n", "row", "rounds", "raw us/round", "strata us/round", "ratio");
+  std::printf("%10s %8s %13s %15s %15s %7s %7s\n", "row", "rounds", "raw us/round", "strata us/round",
+              "+secret us/rnd", "ratio", "mac");
   for (std::size_t bytes : {std::size_t{1} << 10, std::size_t{64} << 10, std::size_t{1} << 20}) {
     const int rounds = bytes >= (std::size_t{1} << 20) ? 100 : 400;
     const double raw = best_of(3, [&] { return raw_pingpong(bytes, rounds, 2); });
-    const double st = best_of(3, [&] { return strata_lockstep(bytes, rounds); });
-    std::printf("%9zuK %8d %14.1f %14.1f %8.2f\n", bytes >> 10, rounds, raw * 1e6, st * 1e6, raw / st);
+    const double st = best_of(3, [&] { return strata_lockstep(bytes, rounds, ""); });
+    const double sm = best_of(3, [&] { return strata_lockstep(bytes, rounds, "s3cret"); });
+    std::printf("%9zuK %8d %13.1f %15.1f %15.1f %7.2f %7.2f\n", bytes >> 10, rounds, raw * 1e6, st * 1e6, sm * 1e6,
+                raw / st, st / sm);
   }
   std::printf("\n3. get() missing the cache (64-byte row on the other process) vs raw 64-byte ping-pong\n");
   {
     const int rounds = 2000;
     const double raw = best_of(3, [&] { return raw_rtt_median(rounds); });
-    const double st = best_of(3, [&] { return strata_get_miss_median(rounds); });
-    std::printf("%20s %14s %8s\n", "raw median us", "get median us", "ratio");
-    std::printf("%20.1f %14.1f %8.2f\n", raw * 1e6, st * 1e6, raw / st);
+    const double st = best_of(3, [&] { return strata_get_miss_median(rounds, ""); });
+    const double sm = best_of(3, [&] { return strata_get_miss_median(rounds, "s3cret"); });
+    std::printf("%20s %14s %16s %8s %7s\n", "raw median us", "get median us", "+secret median us", "ratio", "mac");
+    std::printf("%20.1f %14.1f %16.1f %8.2f %7.2f\n", raw * 1e6, st * 1e6, sm * 1e6, raw / st, st / sm);
   }
   return 0;
 }

@@ -12,7 +12,7 @@ bash "$root/scripts/deps.sh" clang-14 libclang-rt-14-dev
 dir="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
 secs="${FUZZ_SECONDS:-60}"
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(frame handshake ratings bag_of_words libsvm)
+[ ${#targets[@]} -gt 0 ] || targets=(frame handshake accept ratings bag_of_words libsvm)
 mkdir -p "$dir/artifacts"
 cxx=clang++-14
 # Asio does not detect clang 14's C++20 coroutines with libstdc++: say they are there.
@@ -28,7 +28,7 @@ for t in "${targets[@]}"; do
   [ -f "$src" ] || { echo "fuzz: no target $t ($src)" >&2; exit 2; }
   if [ ! -x "$bin" ] || [ -n "$(find "$root/include" "$root/tests/fuzz" -newer "$bin" -name '*.?pp' -print -quit)" ]; then
     echo "fuzz: building $t"
-    $cxx "${common[@]}" "$src" -o "$bin"
+    $cxx "${common[@]}" "$src" -o "$bin" -lcrypto
   fi
   work="$dir/corpus_$t"
   rm -rf "$work"

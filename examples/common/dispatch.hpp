@@ -104,6 +104,10 @@ struct renaming_app {
     name = kept.empty() ? "--node-" + name.substr(2, name.find(',') - 2) : kept;
     return app.add_option_function<T>(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
   }
+  template <class F>
+  CLI::Option* add_flag_function(const std::string& name, F&& f, const std::string& desc) {
+    return app.add_flag_function(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
+  }
 };
 }  // namespace detail
 

@@ -1,7 +1,8 @@
-// Writes the binary seeds of the frame and handshake fuzz targets (tests/fuzz/corpus/frame,
-// tests/fuzz/corpus/handshake): one valid frame of each message kind and control body, and the
-// peer's side of a good handshake with and without a shared secret. The committed files were
-// made with: g++ -std=c++20 -Iinclude tests/fuzz/make_seeds.cpp -o /tmp/make_seeds && /tmp/make_seeds tests/fuzz/corpus
+// Writes the binary seeds of the frame, handshake and accept fuzz targets (tests/fuzz/corpus/frame,
+// tests/fuzz/corpus/handshake, tests/fuzz/corpus/accept): one valid frame of each message kind and
+// control body, and the peer's side of a good handshake with and without a shared secret. The
+// committed files were made with:
+//   g++ -std=c++20 -Iinclude tests/fuzz/make_seeds.cpp -o /tmp/make_seeds -lcrypto && /tmp/make_seeds tests/fuzz/corpus
 #include <strata/wire/frame.hpp>
 #include <strata/wire/handshake.hpp>
 
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   const std::filesystem::path root = argc > 1 ? argv[1] : "tests/fuzz/corpus";
   std::filesystem::create_directories(root / "frame");
   std::filesystem::create_directories(root / "handshake");
+  std::filesystem::create_directories(root / "accept");
   const strata::endpoint src{1, 2}, dst{0, 3};
   wire::flush f;
   f.from = 1, f.seq = 1, f.tag = 0, f.new_clock = 1, f.count = 1, f.payload = blob_of({0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 128, 63});
@@ -57,11 +59,27 @@ int main(int argc, char** argv) {
   const auto plain = wire::encode_frame(wire::frame_kind::hello, strata::endpoint{1, 0}, 0, h);
   put(root / "handshake/hello_accepting", plain, 0, true);
   put(root / "handshake/hello_dialing", plain, 2, true);
-  h.secret_set = true;
+  h.secret_set = true;  // with a secret the signature travels in the auth frame
+  h.signature.clear();
+  h.signature_hash = 0;
   auto with_auth = wire::encode_frame(wire::frame_kind::hello, strata::endpoint{1, 0}, 0, h);
-  const auto a = wire::encode_frame(wire::frame_kind::auth, strata::endpoint{1, 0}, 0, wire::auth{});
+  wire::auth au;
+  au.signature = sig;
+  au.signature_hash = wire::signature_hash(sig);
+  const auto a = wire::encode_frame(wire::frame_kind::auth, strata::endpoint{1, 0}, 0, au);
   with_auth.insert(with_auth.end(), a.begin(), a.end());
   put(root / "handshake/hello_auth", with_auth, 3, true);
+  // The accept target's first two bytes: bit 0 = a secret is set, then the connection count - 1.
+  auto two = [](std::uint8_t flags, std::uint8_t count, std::vector<std::byte> b) {
+    b.insert(b.begin(), static_cast<std::byte>(count));
+    b.insert(b.begin(), static_cast<std::byte>(flags));
+    return b;
+  };
+  put(root / "accept/one_plain", two(0, 0, plain));
+  put(root / "accept/one_secret", two(1, 0, with_auth));
+  std::vector<std::byte> many;
+  for (int i = 0; i < 12; ++i) many.insert(many.end(), with_auth.begin(), with_auth.end());
+  put(root / "accept/many_secret", two(1, 11, many));
   put(root / "handshake/abort", wire::encode_frame(wire::frame_kind::abort, strata::endpoint{1, 0}, 0, wire::abort_notice{5, "refused"}), 2, true);
   return 0;
 }

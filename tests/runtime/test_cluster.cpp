@@ -129,6 +129,9 @@ TEST_CASE("cluster: hostfile gives addresses and size, a bad line is named file:
   CHECK(c.tcp_config.listen_address == "10.200.1.2");  // this rank's own host, not loopback
   o.listen_address = "0.0.0.0";
   CHECK(strata::make_cluster(o, none.fn()).tcp_config.listen_address == "0.0.0.0");
+  CHECK_FALSE(strata::make_cluster(o, none.fn()).tcp_config.insecure);
+  o.insecure = true;  // --insecure reaches the transport
+  CHECK(strata::make_cluster(o, none.fn()).tcp_config.insecure);
   o.size = 3;
   std::error_code ec;
   std::string why;

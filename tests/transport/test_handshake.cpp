@@ -1,8 +1,11 @@
 // The TCP handshake coroutine (transport/detail/tcp_handshake.hpp) on a connected loopback socket
-// pair inside one process: a matching pair succeeds (with and without a shared secret); another
-// protocol version, world size, run signature, rank or secret fails on both sides with the right
-// strata::errc and a message naming what differs; a malformed, refused or vanished peer is told
-// apart; and bytes that follow the handshake stay in the receive buffer for the reader.
+// pair inside one process: a matching pair succeeds (with and without a shared secret, and agrees
+// on the per-frame keys); another protocol version, world size, run signature, rank or secret is
+// fatal on the dialing side with the right strata::errc and a message naming what differs, while
+// the accepting side only refuses that connection (telling the other end why) until the peer has
+// proved the shared secret; a stranger never learns the run signature when a secret is set; a
+// malformed, refused or vanished peer is told apart; and bytes that follow the handshake stay in
+// the receive buffer for the reader.
 #include <doctest/doctest.h>
 
 #include <strata/transport/detail/tcp_handshake.hpp>
@@ -90,11 +93,18 @@ struct outcome {
   detail::handshake_result r;
 };
 
+/// Runs one end's handshake; as the transport does, a refused connection is told why (its reply)
+/// and closed.
 void spawn(socket_pair& sp, detail::tcp_socket& s, detail::rx_buffer& rx, const side& e, outcome& out) {
   asio::co_spawn(sp.io, detail::handshake(s, rx, e.hello, e.opt),
-                 [&out](std::exception_ptr ex, detail::handshake_result r) {
+                 [&out, &s](std::exception_ptr ex, detail::handshake_result r) {
                    out.done = true;
                    out.error = ex;
+                   if (!ex && r.status == handshake_status::rejected) {
+                     std::error_code ig;
+                     if (r.reply) asio::write(s, asio::buffer(wire::encode_frame(wire::frame_kind::abort, endpoint{0, 0}, 0, *r.reply)), ig);
+                     s.close(ig);
+                   }
                    out.r = std::move(r);
                  });
 }
@@ -166,14 +176,27 @@ TEST_CASE("handshake: the same shared secret on both sides succeeds, and the byt
   // a hello and an auth frame each: two headers plus their payloads
   CHECK(sent_d.load() > 2 * wire::frame_header_size + 32);
   CHECK(sent_d.load() == sent_a.load());
+  // Both ends derive the same key for each direction, and the two directions differ.
+  REQUIRE(d.r.tx_key);
+  REQUIRE(a.r.rx_key);
+  CHECK(*d.r.tx_key == *a.r.rx_key);
+  CHECK(*d.r.rx_key == *a.r.tx_key);
+  CHECK(*d.r.tx_key != *d.r.rx_key);
+  CHECK(a.r.peer.signature.empty());  // the signature travelled in the auth frame
+  // Without a secret there are no keys.
+  auto [d2, a2] = handshake_both(dialer(make_hello(1, sig_bsp), 0), acceptor(make_hello(0, sig_bsp)));
+  CHECK_FALSE(d2.r.tx_key);
+  CHECK_FALSE(a2.r.rx_key);
 }
 
-TEST_CASE("handshake: another protocol version fails on both sides with errc::protocol_mismatch") {
+TEST_CASE("handshake: another protocol version is fatal to the dialer, and the acceptor refuses that connection only") {
   auto h = make_hello(1, sig_bsp);
   h.version = wire::protocol_version + 1;
   auto [d, a] = handshake_both(dialer(h, 0), acceptor(make_hello(0, sig_bsp)));
   CHECK(d.r.status == handshake_status::fatal);
-  CHECK(a.r.status == handshake_status::fatal);
+  CHECK(a.r.status == handshake_status::rejected);
+  REQUIRE(a.r.reply);
+  CHECK(contains(a.r.reply->reason, "protocol version differs"));
   CHECK(d.r.ec == errc::protocol_mismatch);
   CHECK(a.r.ec == errc::protocol_mismatch);
   CHECK(contains(d.r.what, "handshake with rank 0 (test:7000): protocol version differs: here " +
@@ -186,17 +209,20 @@ TEST_CASE("handshake: a frame header of another protocol version is errc::protoc
   auto frame = wire::encode_frame(wire::frame_kind::hello, endpoint{1, 0}, 0, make_hello(1, sig_bsp));
   wire::detail::put_le(frame.data() + 4, wire::protocol_version + 98, 4);
   const auto x = handshake_against_raw(acceptor(make_hello(0, sig_bsp)), frame, false);
-  CHECK(x.r.status == handshake_status::fatal);
+  CHECK(x.r.status == handshake_status::rejected);
   CHECK(x.r.ec == errc::protocol_mismatch);
+  const auto y = handshake_against_raw(dialer(make_hello(1, sig_bsp), 0), frame, false);
+  CHECK(y.r.status == handshake_status::fatal);
+  CHECK(y.r.ec == errc::protocol_mismatch);
   CHECK(contains(x.r.what, "rank 1 at 127.0.0.1:5555: peer speaks protocol version " +
                                std::to_string(wire::protocol_version + 98)));
 }
 
-TEST_CASE("handshake: another run signature fails on both sides with errc::config_mismatch, naming the field") {
+TEST_CASE("handshake: another run signature is errc::config_mismatch, naming the field, and fatal on both sides once the secret is proved") {
   {
     auto [d, a] = handshake_both(dialer(make_hello(1, sig_ssp), 0), acceptor(make_hello(0, sig_bsp)));
     CHECK(d.r.status == handshake_status::fatal);
-    CHECK(a.r.status == handshake_status::fatal);
+    CHECK(a.r.status == handshake_status::rejected);  // no secret: the acceptor cannot tell a stranger
     CHECK(d.r.ec == errc::config_mismatch);
     CHECK(a.r.ec == errc::config_mismatch);
     CHECK(contains(d.r.what, "run signature differs: consistency model (here 'ssp s=2', peer 'bsp s=0')"));
@@ -208,6 +234,13 @@ TEST_CASE("handshake: another run signature fails on both sides with errc::confi
     CHECK(a.r.ec == errc::config_mismatch);
     CHECK(contains(d.r.what, "run signature differs: table 0 (here 't0:dense/7', peer 't0:dense/4')"));
     CHECK(contains(a.r.what, "run signature differs: table 0 (here 't0:dense/4', peer 't0:dense/7')"));
+  }
+  {
+    auto [d, a] = handshake_both(dialer(make_hello(1, sig_ssp, true), 0, "alpha"), acceptor(make_hello(0, sig_bsp, true), "alpha"));
+    CHECK(d.r.status == handshake_status::fatal);
+    CHECK(a.r.status == handshake_status::fatal);
+    CHECK(a.r.ec == errc::config_mismatch);
+    CHECK(contains(a.r.what, "run signature differs: consistency model (here 'bsp s=0', peer 'ssp s=2')"));
   }
 }
 
@@ -230,21 +263,23 @@ TEST_CASE("handshake: another world size, or the wrong rank answering, is errc::
   }
 }
 
-TEST_CASE("handshake: a wrong shared secret fails on both sides with errc::auth_failed") {
+TEST_CASE("handshake: a wrong shared secret is errc::auth_failed: fatal to the dialer (told by the acceptor), refused by the acceptor") {
   auto [d, a] = handshake_both(dialer(make_hello(1, sig_bsp, true), 0, "alpha"),
                                acceptor(make_hello(0, sig_bsp, true), "beta"));
   CHECK(d.r.status == handshake_status::fatal);
-  CHECK(a.r.status == handshake_status::fatal);
+  CHECK(a.r.status == handshake_status::rejected);
   CHECK(d.r.ec == errc::auth_failed);
   CHECK(a.r.ec == errc::auth_failed);
-  CHECK(contains(d.r.what, "handshake with rank 0 (test:7000): shared secret mismatch"));
+  CHECK(contains(d.r.what, "rank 0 (test:7000) refused the connection: shared secret mismatch"));
   CHECK(contains(a.r.what, "shared secret mismatch (the peer's proof does not match the secret set here)"));
 }
 
-TEST_CASE("handshake: a secret on one side only fails on both sides with errc::auth_failed") {
+TEST_CASE("handshake: a secret on one side only is errc::auth_failed on both sides (fatal to the dialer only)") {
   auto [d, a] = handshake_both(dialer(make_hello(1, sig_bsp, true), 0, "alpha"), acceptor(make_hello(0, sig_bsp)));
   CHECK(d.r.ec == errc::auth_failed);
   CHECK(a.r.ec == errc::auth_failed);
+  CHECK(d.r.status == handshake_status::fatal);
+  CHECK(a.r.status == handshake_status::rejected);
   CHECK(contains(d.r.what, "a shared secret is set here but not on the peer"));
   CHECK(contains(a.r.what, "the peer requires a shared secret and none is set here"));
 }
@@ -266,6 +301,11 @@ TEST_CASE("handshake: garbage is rejected (this connection only), a refusal is f
     CHECK(x.r.status == handshake_status::fatal);
     CHECK(x.r.ec == errc::config_mismatch);
     CHECK(contains(x.r.what, "rank 0 (test:7000) refused the connection: go away"));
+    // The same abort frame sent to an accepting side by a connection that has not authenticated
+    // changes nothing: that connection is closed.
+    const auto y = handshake_against_raw(acceptor(make_hello(0, sig_bsp)), ab, false);
+    CHECK(y.r.status == handshake_status::rejected);
+    CHECK(contains(y.r.what, "sent an abort frame before its handshake completed (ignored): go away"));
   }
   {
     const auto x = handshake_against_raw(acceptor(make_hello(0, sig_bsp)), {}, true);
@@ -308,4 +348,34 @@ TEST_CASE("handshake: bytes after the peer's hello stay in the receive buffer fo
   CHECK(h.dst_slot == 5);
   const auto m = wire::decode_body<wire::message>(body);
   CHECK(std::get<wire::flush>(m).seq == 42);
+}
+
+TEST_CASE("handshake: with a secret, a stranger never sees the run signature and its forged auth is refused, not fatal") {
+  const std::string secret_sig = "bsp s=0;nodes=2;wpn=1;t0:dense/4;secret-table-name";
+  socket_pair sp;
+  detail::rx_buffer rx;
+  // The stranger sends a well-formed hello claiming rank 1 and a made-up proof.
+  wire::hello stranger = make_hello(1, "", true);
+  wire::auth forged;
+  forged.mac.fill(0x42);
+  const auto raw = concat(wire::encode_frame(wire::frame_kind::hello, endpoint{1, 0}, 0, stranger),
+                          wire::encode_frame(wire::frame_kind::auth, endpoint{1, 0}, 0, forged));
+  const auto x = handshake_against_raw(sp, rx, acceptor(make_hello(0, secret_sig, true), "alpha"), raw, false);
+  CHECK(x.r.status == handshake_status::rejected);
+  CHECK(x.r.ec == errc::auth_failed);
+  REQUIRE(x.r.reply);
+  CHECK(x.r.reply->reason == "shared secret mismatch");
+  // Everything the acceptor wrote (its hello, then the abort): no signature in it.
+  std::vector<char> got(64 << 10);
+  std::error_code ec;
+  std::size_t n = 0;
+  for (;;) {
+    const std::size_t k = sp.b.read_some(asio::buffer(got.data() + n, got.size() - n), ec);
+    n += k;
+    if (ec || n == got.size()) break;
+  }
+  const std::string seen(got.data(), n);
+  CHECK(n > wire::frame_header_size);
+  CHECK_FALSE(contains(seen, "secret-table-name"));
+  CHECK_FALSE(contains(seen, "dense/4"));
 }

@@ -199,10 +199,13 @@ std::vector<proc> start_nodes(const scratch& dir, int n, const std::vector<std::
   const auto hosts = write_hostfile(dir, ports);
   std::vector<proc> ps;
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> argv{node_binary(), "--hostfile", hosts, "--rank", std::to_string(r),
-                                  "--connect-timeout-ms", "8000"};
+    std::vector<std::string> argv{node_binary(), "--hostfile", hosts, "--rank", std::to_string(r)};
     argv.insert(argv.end(), common.begin(), common.end());
     if (auto it = per_rank.find(r); it != per_rank.end()) argv.insert(argv.end(), it->second.begin(), it->second.end());
+    if (std::find(argv.begin(), argv.end(), "--connect-timeout-ms") == argv.end()) {
+      argv.push_back("--connect-timeout-ms");
+      argv.push_back("8000");
+    }
     ps.push_back(spawn(argv, dir, "rank" + std::to_string(r)));
   }
   return ps;
@@ -281,9 +284,11 @@ bool contains(const std::string& s, const std::string& what) { return s.find(wha
 
 struct pair_fixture {
   std::vector<std::uint16_t> ports = free_ports(2);
+  std::string secret;
   strata::tcp::config cfg(strata::node_id r) {
     strata::tcp::config c;
     c.rank = r;
+    c.secret = secret;
     c.peers = {{"127.0.0.1", ports[0]}, {"127.0.0.1", ports[1]}};
     c.connect_timeout = 5000ms;
     c.peer_timeout = 5000ms;
@@ -300,8 +305,10 @@ strata::wire::message numbered(std::uint64_t i, std::size_t payload = 0) {
 
 }  // namespace
 
-TEST_CASE("tcp in process: per-pair order, local delivery without sockets, bytes_sent") {
+namespace {
+void order_and_local(const std::string& secret) {
   pair_fixture fx;
+  fx.secret = secret;
   strata::tcp a(fx.cfg(0)), b(fx.cfg(1));
   std::mutex mu;
   std::vector<std::uint64_t> at_b_from_a0, at_b_from_a1, at_a_local;
@@ -345,6 +352,28 @@ TEST_CASE("tcp in process: per-pair order, local delivery without sockets, bytes
   CHECK(fatal == 0);
   CHECK_FALSE(a.is_local(1));
   CHECK(a.is_local(0));
+}
+}  // namespace
+
+TEST_CASE("tcp in process: per-pair order, local delivery without sockets, bytes_sent") { order_and_local(""); }
+
+TEST_CASE("tcp in process: the same with a shared secret: every frame tagged and verified, none lost or refused") {
+  order_and_local("alpha");
+}
+
+TEST_CASE("tcp in process: listening on a non-loopback address without a secret is refused unless insecure") {
+  pair_fixture fx;
+  auto c = fx.cfg(0);
+  c.listen_address = "0.0.0.0";
+  strata::tcp a(c);
+  a.bind({0, 0}, [](strata::endpoint, strata::wire::message&&) {});
+  try {
+    a.start(strata::run_shape{2, 1, "sig"});
+    FAIL("start() listened on 0.0.0.0 without a secret");
+  } catch (const strata::error& e) {
+    CHECK(contains(e.what(), "refusing to listen on 0.0.0.0:" + std::to_string(fx.ports[0]) + " without a shared secret"));
+    CHECK(contains(e.what(), "--insecure"));
+  }
 }
 
 TEST_CASE("tcp in process: stop() right after sending delivers everything (shutdown barrier)") {
@@ -478,33 +507,51 @@ TEST_CASE("tcp processes: another run signature stops both sides, naming the fie
   if (!binary_present()) return;
   scratch dir;
   std::vector<std::uint16_t> ports;
-  auto ps = start_nodes(dir, 2, {}, {{0, {"--model", "bsp"}}, {1, {"--model", "ssp2"}}}, &ports);
+  // Without a secret the accepting rank 0 cannot tell a misconfigured peer from a stranger: it
+  // refuses the connection and keeps waiting; its connect timeout names the refused connection.
+  auto ps = start_nodes(dir, 2, {}, {{0, {"--model", "bsp", "--connect-timeout-ms", "3000"}}, {1, {"--model", "ssp2"}}}, &ports);
   const auto t0 = clk::now();
   REQUIRE(wait_all(ps, 15000ms));
   INFO(describe(ps));
-  CHECK(clk::now() - t0 < 5s);
+  CHECK(clk::now() - t0 < 8s);
   CHECK(ps[0].exit_code() == 1);
   CHECK(ps[1].exit_code() == 1);
   CHECK(contains(ps[0].err(), "run signature differs: consistency model (here 'bsp s=0', peer 'ssp s=2')"));
   CHECK(contains(ps[0].err(), "rank 1 (127.0.0.1:" + std::to_string(ports[1]) + ")"));
+  CHECK(contains(ps[0].err(), "no handshake within 3000 ms"));
   CHECK(contains(ps[1].err(), "run signature differs: consistency model (here 'ssp s=2', peer 'bsp s=0')"));
   CHECK(contains(ps[1].err(), "rank 0 (127.0.0.1:" + std::to_string(ports[0]) + ")"));
-  CHECK(contains(ps[0].err(), "run configuration mismatch"));
+  CHECK(contains(ps[1].err(), "run configuration mismatch"));
 
   // Another table width: the field named is the table.
   scratch dir2;
-  auto qs = start_nodes(dir2, 2, {}, {{1, {"--extra-width", "3"}}});
+  auto qs = start_nodes(dir2, 2, {}, {{0, {"--connect-timeout-ms", "3000"}}, {1, {"--extra-width", "3"}}});
   REQUIRE(wait_all(qs, 15000ms));
   INFO(describe(qs));
   CHECK(qs[0].exit_code() == 1);
+  CHECK(qs[1].exit_code() == 1);
   CHECK(contains(qs[0].err(), "run signature differs: table 0"));
+  CHECK(contains(qs[1].err(), "run signature differs: table 0"));
+
+  // With a shared secret both sides have proved it before comparing: both stop at once.
+  scratch dir3;
+  auto rs = start_nodes(dir3, 2, {"--secret", "alpha"}, {{0, {"--model", "bsp"}}, {1, {"--model", "ssp2"}}});
+  const auto t3 = clk::now();
+  REQUIRE(wait_all(rs, 15000ms));
+  INFO(describe(rs));
+  CHECK(clk::now() - t3 < 5s);
+  for (auto& p : rs) {
+    CHECK(p.exit_code() == 1);
+    CHECK(contains(p.err(), "run signature differs: consistency model"));
+    CHECK_FALSE(contains(p.err(), "no handshake within"));
+  }
 }
 
 TEST_CASE("tcp processes: shared secret: a wrong or a missing one is refused on both sides") {
   if (!binary_present()) return;
   {
     scratch dir;
-    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha"}}, {1, {"--secret", "beta"}}});
+    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha", "--connect-timeout-ms", "3000"}}, {1, {"--secret", "beta"}}});
     REQUIRE(wait_all(ps, 15000ms));
     INFO(describe(ps));
     for (auto& p : ps) {
@@ -512,10 +559,11 @@ TEST_CASE("tcp processes: shared secret: a wrong or a missing one is refused on 
       CHECK(contains(p.err(), "shared secret mismatch"));
     }
     CHECK(contains(ps[0].err(), "handshake with rank 1"));
+    CHECK(contains(ps[1].err(), "refused the connection: shared secret mismatch"));
   }
   {
     scratch dir;
-    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha"}}});
+    auto ps = start_nodes(dir, 2, {}, {{0, {"--secret", "alpha", "--connect-timeout-ms", "3000"}}});
     REQUIRE(wait_all(ps, 15000ms));
     INFO(describe(ps));
     CHECK(ps[0].exit_code() == 1);
@@ -592,22 +640,208 @@ TEST_CASE("tcp processes: a frame over a peer's max_frame ends the run on both s
   CHECK(contains(ps[0].err(), "rank 1 (127.0.0.1:" + std::to_string(ports[1]) + ")"));
 }
 
-TEST_CASE("tcp processes: a hello of another protocol version is a protocol mismatch") {
+namespace {
+/// A hello frame as a stranger would write it (optionally with a made-up auth frame after it).
+std::vector<std::byte> stranger_hello(std::uint32_t version, strata::node_id rank, const std::string& signature,
+                                      bool with_forged_auth) {
+  strata::wire::hello h;
+  h.version = version;
+  h.rank = rank;
+  h.world = 2;
+  h.signature = signature;
+  h.signature_hash = strata::wire::signature_hash(signature);
+  h.secret_set = with_forged_auth;
+  auto f = strata::wire::encode_frame(strata::wire::frame_kind::hello, strata::endpoint{rank, 0}, 0, h);
+  if (version != strata::wire::protocol_version) strata::wire::detail::put_le(f.data() + 4, version, 4);
+  if (with_forged_auth) {
+    strata::wire::auth a;
+    a.mac.fill(0x5a);
+    const auto g = strata::wire::encode_frame(strata::wire::frame_kind::auth, strata::endpoint{rank, 0}, 0, a);
+    f.insert(f.end(), g.begin(), g.end());
+  }
+  return f;
+}
+
+/// Everything the issue's attacker sent, each on its own connection to `port`; each connection
+/// must be closed by the node.
+void attack(std::uint16_t port, bool secret) {
+  std::vector<std::vector<std::byte>> frames;
+  frames.push_back(stranger_hello(99, 1, "x", false));                                   // protocol 99
+  frames.push_back(strata::wire::encode_frame(strata::wire::frame_kind::abort, strata::endpoint{1, 0}, 0,
+                                              strata::wire::abort_notice{5, "stranger says stop\x1b[2J"}));  // abort
+  frames.push_back(stranger_hello(strata::wire::protocol_version, 1, "bsp s=0;bogus", false));  // another signature
+  frames.push_back(stranger_hello(strata::wire::protocol_version, 1, "", true));          // a forged proof
+  frames.push_back(stranger_hello(strata::wire::protocol_version, 7, "", false));         // out of range
+  for (const auto& f : frames) {
+    const int fd = connect_raw(port, 5000ms);
+    REQUIRE(fd >= 0);
+    CHECK(send_and_expect_close(fd, f, 5000ms));
+    ::close(fd);
+  }
+  (void)secret;
+}
+
+/// The issue's other attack: read the node's own hello and send it back claiming rank 1 (with a
+/// made-up proof when a secret is set). Mid-run rank 1 is connected: refused either way.
+void echo_attack(std::uint16_t port, bool secret) {
+  const int fd = connect_raw(port, 5000ms);
+  REQUIRE(fd >= 0);
+  std::vector<std::byte> buf(std::size_t{64} << 10);
+  std::size_t n = 0;
+  std::error_code ec;
+  std::string why;
+  strata::wire::frame_header h;
+  for (;;) {
+    const auto k = ::recv(fd, buf.data() + n, buf.size() - n, 0);
+    REQUIRE(k > 0);
+    n += static_cast<std::size_t>(k);
+    if (n < strata::wire::frame_header_size) continue;
+    h = strata::wire::decode_header(std::span(buf.data(), strata::wire::frame_header_size), 1 << 20, ec, &why);
+    REQUIRE_FALSE(ec);
+    if (n >= strata::wire::frame_header_size + h.length) break;
+  }
+  auto hello = strata::wire::decode_body<strata::wire::hello>(
+      std::span<const std::byte>(buf.data() + strata::wire::frame_header_size, h.length), ec, &why);
+  REQUIRE_FALSE(ec);
+  CHECK(hello.signature.empty() == secret);  // with a secret a stranger never sees the signature
+  hello.rank = 1;
+  auto f = strata::wire::encode_frame(strata::wire::frame_kind::hello, strata::endpoint{1, 0}, 0, hello);
+  if (secret) {
+    strata::wire::auth a;
+    a.mac.fill(0x5a);
+    const auto g = strata::wire::encode_frame(strata::wire::frame_kind::auth, strata::endpoint{1, 0}, 0, a);
+    f.insert(f.end(), g.begin(), g.end());
+  }
+  CHECK(send_and_expect_close(fd, f, 5000ms));
+  ::close(fd);
+}
+}  // namespace
+
+TEST_CASE("tcp processes: a stranger's frames (protocol 99, abort, wrong signature or proof) close its connection only, before and during the run") {
+  if (!binary_present()) return;
+  for (const bool secret : {false, true}) {
+    CAPTURE(secret);
+    scratch dir;
+    const auto ports = free_ports(2);
+    const auto hosts = write_hostfile(dir, ports);
+    std::vector<std::string> extra{"--clocks", "150", "--sleep-ms", "10"};
+    if (secret) extra.insert(extra.end(), {"--secret", "alpha"});
+    auto argv = [&](int r) {
+      std::vector<std::string> a{node_binary(), "--hostfile", hosts, "--rank", std::to_string(r)};
+      a.insert(a.end(), extra.begin(), extra.end());
+      return a;
+    };
+    auto p0 = spawn(argv(0), dir, "r0");
+    attack(ports[0], secret);  // before the run: rank 0 waits for its peer
+    auto p1 = spawn(argv(1), dir, "r1");
+    // During the run: once both run their workers.
+    const auto until = clk::now() + 10s;
+    while (clk::now() < until && !contains(p0.out(), "STARTED")) std::this_thread::sleep_for(20ms);
+    CHECK(contains(p0.out(), "STARTED"));
+    attack(ports[0], secret);
+    attack(ports[1], secret);
+    echo_attack(ports[0], secret);
+    std::vector<proc*> all{&p0, &p1};
+    REQUIRE(wait_all(all, 30000ms));
+    INFO(p0.err() << p1.err());
+    CHECK(p0.exit_code() == 0);
+    CHECK(p1.exit_code() == 0);
+    CHECK(contains(p0.out(), " ok"));
+    CHECK_FALSE(contains(p0.err(), "fatal"));
+    CHECK(contains(p0.err(), "peer speaks protocol version 99"));
+    CHECK(contains(p0.err(), "sent an abort frame before its handshake completed (ignored): stranger says stop\\x1b[2J"));
+    CHECK_FALSE(contains(p0.err(), "\x1b"));  // the stranger's control bytes are escaped
+    if (secret) CHECK(contains(p0.err(), "shared secret mismatch"));
+    else CHECK(contains(p0.err(), "run signature differs"));
+    if (!secret) CHECK(contains(p0.err(), "rank 1 is already connected"));  // its own hello echoed back as rank 1
+  }
+}
+
+namespace {
+std::size_t rss_kib(pid_t pid) {
+  std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+std::size_t lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+}  // namespace
+
+TEST_CASE("tcp processes: 800 strangers announcing large hellos cost little memory and few log lines, and the real peer still joins") {
   if (!binary_present()) return;
   scratch dir;
   const auto ports = free_ports(2);
   const auto hosts = write_hostfile(dir, ports);
-  auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0"}, dir, "r0");
-  const int fd = connect_raw(ports[0], 5000ms);
-  REQUIRE(fd >= 0);
-  CHECK(send_and_expect_close(fd, raw_header(strata::wire::protocol_version + 98, 2, 0), 5000ms));
-  ::close(fd);
-  std::vector<proc*> all{&p0};
-  REQUIRE(wait_all(all, 10000ms));
-  INFO(p0.err());
-  CHECK(p0.exit_code() == 1);
-  CHECK(contains(p0.err(), "peer speaks protocol version " + std::to_string(strata::wire::protocol_version + 98)));
-  CHECK(contains(p0.err(), "protocol version mismatch"));
+  auto p0 = spawn({node_binary(), "--hostfile", hosts, "--rank", "0", "--connect-timeout-ms", "30000"}, dir, "r0");
+  int probe = connect_raw(ports[0], 5000ms);
+  REQUIRE(probe >= 0);
+  ::close(probe);
+  std::this_thread::sleep_for(200ms);
+  const std::size_t rss0 = rss_kib(p0.pid);
+  std::vector<int> fds;
+  // 400 hellos announcing nearly 1 MiB (over the handshake cap: refused at the header), and 400
+  // announcing 15 KiB that never finish (held, at most max_pending_handshakes at a time).
+  std::vector<std::byte> filler(1000, std::byte{7});
+  for (int i = 0; i < 800; ++i) {
+    const int fd = connect_raw(ports[0], 5000ms);
+    REQUIRE(fd >= 0);
+    auto f = raw_header(strata::wire::protocol_version, 2, i % 2 == 0 ? (std::uint64_t{1} << 20) - 64 : 15000);
+    f.insert(f.end(), filler.begin(), filler.end());
+    (void)::send(fd, f.data(), f.size(), MSG_NOSIGNAL);
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(500ms);
+  const std::size_t rss1 = rss_kib(p0.pid);
+  // Every connection the node still holds open is one in its handshake: at most the cap (64).
+  std::size_t still_open = 0;
+  for (int fd : fds) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT)) > 0) {
+    }  // the node's hello, and an abort frame if it refused
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++still_open;
+  }
+  auto p1 = spawn({node_binary(), "--hostfile", hosts, "--rank", "1"}, dir, "r1");
+  std::vector<proc*> all{&p0, &p1};
+  const bool finished = wait_all(all, 20000ms);
+  for (int fd : fds) ::close(fd);
+  REQUIRE(finished);
+  INFO(p0.err().substr(0, 4000) << p1.err());
+  MESSAGE("rank 0 RSS " << rss0 << " KiB before the strangers, " << rss1 << " KiB with them; " << lines(p0.err())
+                        << " log lines; " << still_open << " of 800 connections held open");
+  CHECK(rss1 < rss0 + 32 * 1024);  // before the cap: ~1 MiB per stranger, 400 MiB
+  CHECK(lines(p0.err()) < 80);     // rate-limited: before, a line per connection
+  CHECK(still_open <= 64);          // before the cap: all 400 held until their timeout
+  CHECK(contains(p0.err(), "frame over the size limit"));
+  CHECK(p0.exit_code() == 0);
+  CHECK(p1.exit_code() == 0);
+}
+
+TEST_CASE("tcp processes: out of file descriptors, the accept loop backs off and logs a line a second, and the run completes after") {
+  if (!binary_present()) return;
+  scratch dir;
+  const auto ports = free_ports(2);
+  const auto hosts = write_hostfile(dir, ports);
+  auto p0 = spawn({"/bin/sh", "-c", "ulimit -n 48 && exec \"$0\" \"$@\"", node_binary(), "--hostfile", hosts, "--rank", "0",
+                   "--connect-timeout-ms", "30000"},
+                  dir, "r0");
+  std::vector<int> fds;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = connect_raw(ports[0], 5000ms);
+    REQUIRE(fd >= 0);
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(2500ms);  // the node is out of descriptors all this time
+  const std::string during = p0.err();
+  for (int fd : fds) ::close(fd);
+  auto p1 = spawn({node_binary(), "--hostfile", hosts, "--rank", "1"}, dir, "r1");
+  std::vector<proc*> all{&p0, &p1};
+  REQUIRE(wait_all(all, 25000ms));
+  INFO(during.substr(0, 3000) << p0.err().substr(0, 3000) << p1.err());
+  CHECK(contains(during, "accept failed"));
+  CHECK(lines(during) < 40);  // before the back-off: millions of lines at full CPU
+  CHECK(p0.exit_code() == 0);
+  CHECK(p1.exit_code() == 0);
 }
 
 TEST_CASE("tcp processes: a killed peer ends the run everywhere within a bounded time, naming it") {
@@ -824,12 +1058,21 @@ TEST_CASE("tcp processes: across two network namespaces joined by a veth pair (t
     out << net << "1 7100\n" << net << "2 7100\n";
   }
   const std::vector<std::string> common{"--hostfile", hosts, "--model", "bsp", "--clocks", "20", "--connect-timeout-ms",
-                                        "10000"};
+                                        "10000", "--secret", "netns-test"};
   auto args = [&](const std::string& ns, int rank) {
     std::vector<std::string> a{"ip", "netns", "exec", ns, node_binary(), "--rank", std::to_string(rank)};
     a.insert(a.end(), common.begin(), common.end());
     return a;
   };
+  {
+    // An address that is not loopback, and no secret: refused before listening.
+    std::vector<std::string> a{"ip", "netns", "exec", na, node_binary(), "--rank", "0", "--hostfile", hosts};
+    auto lone = spawn(a, dir, "lone");
+    std::vector<proc*> one{&lone};
+    REQUIRE(wait_all(one, 10000ms));
+    CHECK(lone.exit_code() == 1);
+    CHECK(contains(lone.err(), "refusing to listen on " + net + "1:7100 without a shared secret"));
+  }
   auto p0 = spawn(args(na, 0), dir, "r0");
   auto p1 = spawn(args(nb, 1), dir, "r1");
   std::vector<proc*> all{&p0, &p1};

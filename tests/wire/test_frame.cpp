@@ -7,6 +7,7 @@
 #include <strata/wire/frame.hpp>
 #include <strata/wire/handshake.hpp>
 #include <strata/wire/sha256.hpp>
+#include <strata/wire/frame_mac.hpp>
 
 #include <cereal/archives/binary.hpp>
 
@@ -308,4 +309,56 @@ TEST_CASE("frame: rows carry per-writer clocks compactly, as differences from re
   bytes[at + 3] = std::byte{0x80};
   wire::decode_message(bytes, wire::default_max_frame, ec);
   CHECK(ec == make_error_code(errc::bad_frame));
+}
+
+TEST_CASE("frame_mac: a sealed frame opens in order, and an altered, replayed, reordered or foreign-keyed one does not") {
+  std::array<std::uint8_t, 16> n1{}, n2{};
+  n1.fill(1);
+  n2.fill(2);
+  const auto k = wire::derive_frame_key("alpha", n1, n2, 1);
+  CHECK(k != wire::derive_frame_key("alpha", n2, n1, 1));  // direction matters
+  CHECK(k != wire::derive_frame_key("beta", n1, n2, 1));   // so does the secret
+  CHECK(k != wire::derive_frame_key("alpha", n1, n2, 2));  // and the sender
+  auto frame_of = [](std::uint64_t seq) {
+    wire::flush f;
+    f.seq = seq;
+    f.payload.bytes.assign(100 + seq, std::byte{3});
+    return wire::encode_message(endpoint{1, 0}, endpoint{0, 2}, f);
+  };
+  wire::frame_mac tx(k);
+  std::vector<std::vector<std::byte>> sent;
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    auto f = frame_of(i);
+    const auto plain = f.size();
+    tx.seal(f);
+    REQUIRE(f.size() == plain + wire::frame_tag_size);
+    sent.push_back(std::move(f));
+  }
+  auto open = [](wire::frame_mac& rx, const std::vector<std::byte>& f) {
+    const auto n = f.size() - wire::frame_tag_size;
+    return rx.open(std::span(f.data(), n), std::span(f.data() + n, wire::frame_tag_size));
+  };
+  {
+    wire::frame_mac rx(k);
+    for (const auto& f : sent) CHECK(open(rx, f));
+  }
+  {
+    wire::frame_mac rx(k);
+    auto bad = sent[0];
+    bad[40] ^= std::byte{1};  // one payload bit
+    CHECK_FALSE(open(rx, bad));
+  }
+  {
+    wire::frame_mac rx(k);
+    CHECK(open(rx, sent[0]));
+    CHECK_FALSE(open(rx, sent[0]));  // replayed
+  }
+  {
+    wire::frame_mac rx(k);
+    CHECK_FALSE(open(rx, sent[1]));  // reordered (or frame 0 dropped)
+  }
+  {
+    wire::frame_mac rx(wire::derive_frame_key("beta", n1, n2, 1));
+    CHECK_FALSE(open(rx, sent[0]));  // someone without the secret
+  }
 }

@@ -41,6 +41,7 @@ struct cluster_options {
   std::string host = "127.0.0.1";       ///< without a hostfile: the host of every rank
   std::string listen_address;           ///< default: loopback, or this rank's hostfile host when that is not loopback
   std::string secret;                   ///< default: $STRATA_SECRET
+  bool insecure = false;                ///< --insecure: a non-loopback listen address without a secret is allowed
   std::size_t max_frame = wire::default_max_frame;
   std::chrono::milliseconds connect_timeout{30000};
   std::chrono::milliseconds peer_timeout{10000};
@@ -224,6 +225,7 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
   c.tcp_config.secret = o.secret;
   if (c.tcp_config.secret.empty())
     if (const char* s = getenv("STRATA_SECRET")) c.tcp_config.secret = s;
+  c.tcp_config.insecure = o.insecure;
   c.tcp_config.max_frame = o.max_frame;
   c.tcp_config.connect_timeout = o.connect_timeout;
   c.tcp_config.peer_timeout = o.peer_timeout;
@@ -253,10 +255,10 @@ inline auto whole_number_at_least(std::uint64_t min, const char* unit) {
 }
 }  // namespace detail
 
-/// Registers --node-rank (also spelled --rank), --size, --hostfile, --base-port, --host, --listen, --secret, --max-frame,
+/// Registers --node-rank (also spelled --rank), --size, --hostfile, --base-port, --host, --listen, --secret, --insecure, --max-frame,
 /// --connect-timeout-ms and --peer-timeout-ms on a CLI11 `CLI::App` (any type with CLI11's
-/// `add_option_function<T>(name, fn, description)` returning an option with `check(fn)`; strata
-/// does not depend on CLI11). The timeouts and --max-frame refuse a negative or fractional value.
+/// `add_option_function<T>(name, fn, description)` returning an option with `check(fn)`, and
+/// `add_flag_function`; strata does not depend on CLI11). The timeouts and --max-frame refuse a negative or fractional value.
 template <class App>
 void add_cluster_options(App& app, cluster_options& o) {
   app.template add_option_function<std::uint32_t>(
@@ -274,6 +276,9 @@ void add_cluster_options(App& app, cluster_options& o) {
       "--listen", [&o](const std::string& v) { o.listen_address = v; }, "address to listen on (default loopback)");
   app.template add_option_function<std::string>(
       "--secret", [&o](const std::string& v) { o.secret = v; }, "shared secret required in the handshake (default $STRATA_SECRET)");
+  app.add_flag_function(
+      "--insecure", [&o](std::int64_t n) { o.insecure = n > 0; },
+      "allow listening on a non-loopback address without --secret (anyone who reaches the port can join the run)");
   app.template add_option_function<std::size_t>(
       "--max-frame", [&o](const std::size_t& v) { o.max_frame = v; }, "largest frame accepted or sent, bytes")
       ->check(detail::whole_number_at_least(1, "bytes"));

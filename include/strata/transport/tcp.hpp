@@ -19,15 +19,16 @@
 /// pair of endpoints holds because each pair shares one queue and one connection, and a direct
 /// write happens only when nothing is queued or being written.
 ///
-/// Handshake (both sides send, both sides check, so both stop with the same diagnosis): a hello
-/// with protocol version, rank, world size, run signature (its hash and its text, so a mismatch
-/// names the differing field) and a fresh nonce; when a shared secret is set, an auth frame with
-/// HMAC-SHA256(secret, nonces, rank) (see wire::auth: the secret never crosses the wire and a
-/// recorded answer cannot be replayed; frames after the handshake are not encrypted or signed).
-/// A mismatch of version, world size, signature or secret is fatal on both sides: fatal_fn gets
-/// a message naming the field, the peer's rank and address. Note the trade-off: anyone who can
-/// reach the port can send a well-formed but mismatched hello and so stop a run (a denial of
-/// service, not an intrusion); listen on loopback or a private network.
+/// Handshake: both sides send a hello with protocol version, rank, world size and a fresh nonce,
+/// and (without a secret) the run signature, its hash and its text, so a mismatch names the
+/// differing field. With a shared secret the dialer proves it first (HMAC-SHA256 over the nonces,
+/// wire::auth), the acceptor answers only a proved peer, the signature travels in the auth frames,
+/// and every later frame carries an AES-GMAC tag (wire/frame_mac.hpp). The dialing side trusts the
+/// address it dialed: a mismatch there is fatal, and fatal_fn names the field, rank and address.
+/// The accepting side trusts nothing a connection says before it has proved the secret: it refuses
+/// that connection (an abort frame saying why, then close), logs it rate-limited, and keeps
+/// serving. Listening on a non-loopback address without a secret is refused unless
+/// config::insecure. The whole model: docs/security.md.
 ///
 /// Bad input. A malformed or oversized frame closes that connection with a reason on stderr (or
 /// config::log). From a connection that has not completed its handshake (a port scanner, a stray

@@ -23,6 +23,8 @@ namespace strata::wire {
 
 /// Handshake, first frame on every connection, sent by both sides. Everything here is compared:
 /// protocol version, world size and the run signature (tables, consistency model and shape).
+/// When a shared secret is set, the signature is left empty here and travels in the auth frame,
+/// so a process that has not proved the secret never learns it.
 struct hello {
   std::uint32_t version = protocol_version;
   node_id rank = 0;
@@ -32,18 +34,25 @@ struct hello {
   std::array<std::uint8_t, 16> nonce{};  ///< fresh random challenge for the peer's auth frame
   bool secret_set = false;           ///< this side requires the shared-secret exchange
   template <class Ar>
-  void serialize(Ar& ar) { ar(version, rank, world, signature_hash, signature, nonce, secret_set); }
+  void serialize(Ar& ar) {
+    ar(version, rank, world, signature_hash, signature, nonce);
+    detail::flag(ar, secret_set);  // one byte, 0 or 1: anything else is a malformed frame, not UB
+  }
 };
 
 /// Handshake, second frame when a shared secret is set:
 /// mac = HMAC-SHA256(secret, "strata-auth-v1" | peer's nonce | my nonce | my rank (u32 LE)).
 /// It proves knowledge of the secret without sending it, and the peer's fresh nonce stops a
-/// recorded mac from being replayed. It authenticates the handshake only: later frames are
-/// neither encrypted nor individually authenticated (use a private network or a tunnel for that).
+/// recorded mac from being replayed. The dialing side sends it first; the accepting side answers
+/// with its own only once the dialer's has verified. It carries the run signature (see hello).
+/// Every later frame on the connection carries a tag keyed from the secret and both nonces
+/// (wire/frame_mac.hpp).
 struct auth {
   std::array<std::uint8_t, 32> mac{};
+  std::uint64_t signature_hash = 0;
+  std::string signature;
   template <class Ar>
-  void serialize(Ar& ar) { ar(mac); }
+  void serialize(Ar& ar) { ar(mac, signature_hash, signature); }
 };
 
 /// The first 8 bytes of SHA-256 of a run signature, as compared in the handshake.

@@ -19,7 +19,7 @@ namespace strata {
 namespace wire {
 
 /// Bumped whenever a message layout changes; peers with another version are refused.
-inline constexpr std::uint32_t protocol_version = 5;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done; 4: a row request names several rows; 5: writer clocks say which writers have finished
+inline constexpr std::uint32_t protocol_version = 6;  // 2: app, gather, gathered, run_start; 3: rows carry writer clocks, checkpoint_done; 4: a row request names several rows; 5: writer clocks say which writers have finished; 6: with a secret the signature travels in the auth frame and every later frame carries a GMAC tag
 
 namespace detail {
 /// A bool on the wire as one byte, 0 or 1; any other value is a malformed frame (reading it

@@ -44,11 +44,32 @@
 
 namespace strata::detail {
 
-/// Opens the listening socket on listen_address and this rank's port. Throws strata::error.
+/// Whether `host` (an address or a name) is a loopback address; a name is resolved.
+inline bool is_loopback_host(asio::io_context& io, const std::string& host) {
+  std::error_code ec;
+  const auto addr = asio::ip::make_address(host, ec);
+  if (!ec) return addr.is_loopback();
+  asio::ip::tcp::resolver res(io);
+  const auto r = res.resolve(host, "0", ec);
+  if (ec || r.empty()) return false;
+  for (const auto& e : r)
+    if (!e.endpoint().address().is_loopback()) return false;
+  return true;
+}
+
+/// Opens the listening socket on listen_address and this rank's port. Throws strata::error, also
+/// when the address is not loopback and no shared secret is set (unless cfg.insecure).
 inline void open_listener(tcp_state& s) {
   std::error_code ec;
   const auto& host = s.cfg.listen_address;
   const auto port = s.cfg.peers[s.cfg.rank].second;
+  const std::string me = "tcp rank " + std::to_string(s.cfg.rank) + ": ";
+  if (s.cfg.secret.empty() && !s.cfg.insecure && !is_loopback_host(s.io, host))
+    throw error(errc::bad_input,
+                me + "refusing to listen on " + host + ":" + std::to_string(port) +
+                    " without a shared secret: anyone who reaches that port could join the run as a rank and send it "
+                    "frames. Set --secret (or STRATA_SECRET) on every rank, or pass --insecure on a network you trust "
+                    "(docs/security.md)");
   asio::ip::tcp::endpoint ep;
   auto addr = asio::ip::make_address(host, ec);
   if (!ec) {
@@ -56,14 +77,11 @@ inline void open_listener(tcp_state& s) {
   } else {
     asio::ip::tcp::resolver res(s.io);
     auto r = res.resolve(host, std::to_string(port), ec);
-    if (ec || r.empty())
-      throw error(errc::bad_input, "tcp rank " + std::to_string(s.cfg.rank) + ": cannot resolve listen address '" +
-                                       host + "': " + ec.message());
+    if (ec || r.empty()) throw error(errc::bad_input, me + "cannot resolve listen address '" + host + "': " + ec.message());
     ep = r.begin()->endpoint();
   }
   auto bad = [&](const char* step) {
-    return error(errc::bad_input, "tcp rank " + std::to_string(s.cfg.rank) + ": cannot " + step + " " + host + ":" +
-                                      std::to_string(port) + ": " + ec.message());
+    return error(errc::bad_input, me + "cannot " + step + " " + host + ":" + std::to_string(port) + ": " + ec.message());
   };
   s.acceptor.open(ep.protocol(), ec);
   if (ec) throw bad("open");
@@ -74,8 +92,54 @@ inline void open_listener(tcp_state& s) {
   if (ec) throw bad("listen on");
 }
 
+/// Why an accepted connection that completed its handshake may not be the peer it says it is;
+/// empty when it may.
+inline std::string accepted_refusal(tcp_state& s, node_id r) {
+  if (r >= s.world) return "rank " + std::to_string(r) + " is out of range";
+  if (r == s.cfg.rank) return "rank " + std::to_string(r) + " is this process's own rank (two processes with one rank?)";
+  if (r < s.cfg.rank) return "rank " + std::to_string(r) + " should be dialed by this rank, not dial it";
+  if (s.peers[r]->c) return "rank " + std::to_string(r) + " is already connected";
+  return "";
+}
+
+/// Closes a connection that was refused, first telling the other end why when `reply` is set.
+inline asio::awaitable<void> refuse(tcp_state& s, std::shared_ptr<tcp_conn> c, const std::optional<wire::abort_notice>& reply) {
+  c->handshaking = false;
+  if (reply) {
+    auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{s.cfg.rank, 0}, 0, *reply);
+    std::error_code ec;
+    co_await asio::async_write(c->sock, asio::buffer(ab), redirect(ec));
+  }
+  std::error_code ig;
+  c->sock.close(ig);
+}
+
+/// Makes a connection that completed its handshake the peer's, and starts its reader and writer.
+inline void adopt(tcp_state& s, std::shared_ptr<tcp_conn> c, const handshake_result& hs) {
+  c->handshaking = false;
+  if (c->rx.buf.size() < rx_buffer::peer_size) c->rx.buf.resize(rx_buffer::peer_size);
+  tcp_peer& p = *s.peers[hs.peer.rank];
+  p.c = c;
+  p.last_rx = tcp_state::clock::now();
+  if (hs.rx_key) p.rx_mac = std::make_unique<wire::frame_mac>(*hs.rx_key);
+  {
+    std::lock_guard lk(p.qmu);
+    if (hs.tx_key) p.tx_mac = std::make_unique<wire::frame_mac>(*hs.tx_key);
+    p.fd = c->sock.native_handle();
+  }
+  {
+    std::lock_guard lk(s.mu);
+    p.established = true;
+    ++s.established;
+    s.cv.notify_all();
+  }
+  s.spawn(reader(s, c, p), "reader");
+  s.spawn(writer(s, c, p), "writer");
+}
+
 /// Handshakes a new connection and, when it matches, makes it the peer's. `expect` is the rank
-/// dialed (nullopt for an accepted connection).
+/// dialed (nullopt for an accepted connection: nothing it says before it has authenticated can
+/// stop the run, and what is logged about it is rate-limited).
 inline asio::awaitable<handshake_status> connect_peer(tcp_state& s, std::shared_ptr<tcp_conn> c,
                                                       std::optional<node_id> expect) {
   std::error_code ec;
@@ -88,13 +152,17 @@ inline asio::awaitable<handshake_status> connect_peer(tcp_state& s, std::shared_
   s.pending.push_back(c);
   // A connection that does not complete its handshake in time is closed (a silent stray client).
   // The timer holds only weak references, so nothing here touches the state after stop().
-  auto done = std::make_shared<bool>(false);
-  auto guard = std::make_shared<asio::steady_timer>(s.io, s.cfg.connect_timeout);
-  guard->async_wait([w = std::weak_ptr<tcp_conn>(c), done, guard](std::error_code e) {
-    if (e || *done) return;
+  auto guard = std::make_shared<asio::steady_timer>(s.io, std::min(s.cfg.handshake_timeout, s.cfg.connect_timeout));
+  guard->async_wait([w = std::weak_ptr<tcp_conn>(c), guard](std::error_code e) {
+    if (e) return;
     std::error_code ig;
-    if (auto c = w.lock()) c->sock.close(ig);
+    if (auto c = w.lock(); c && c->handshaking) c->sock.close(ig);
   });
+  auto log = [&s, accepted = !expect](const std::string& line) {
+    if (line.empty()) return;
+    if (accepted) s.log_refusal(line);
+    else s.log_line(line);
+  };
 
   handshake_options o;
   o.secret = s.cfg.secret;
@@ -103,58 +171,49 @@ inline asio::awaitable<handshake_status> connect_peer(tcp_state& s, std::shared_
   o.remote = c->remote;
   o.who = [&s](node_id r) { return s.who(r); };
   o.bytes_sent = &s.bytes;
-  const handshake_result hs = co_await handshake(c->sock, c->rx, s.hello, std::move(o));
-  switch (hs.status) {
-    case handshake_status::retry:
-      if (!hs.what.empty()) s.log_line(hs.what);
-      co_return handshake_status::retry;
-    case handshake_status::rejected: {
-      s.log_line(hs.what);
-      std::error_code ig;
-      c->sock.close(ig);
-      co_return handshake_status::rejected;
+  handshake_result hs = co_await handshake(c->sock, c->rx, s.hello, std::move(o));
+  if (!expect && hs.status == handshake_status::ok) {
+    if (const std::string why = accepted_refusal(s, hs.peer.rank); !why.empty()) {
+      hs.status = handshake_status::rejected;
+      hs.what = "refusing " + (hs.peer.rank < s.world ? s.who(hs.peer.rank) : "rank " + std::to_string(hs.peer.rank)) +
+                " connected from " + c->remote + ": " + why;
+      hs.reply = wire::abort_notice{static_cast<std::int32_t>(errc::config_mismatch), why};
     }
-    case handshake_status::fatal: s.fail(hs.ec, hs.what); co_return handshake_status::fatal;
+  }
+  switch (hs.status) {
+    case handshake_status::retry: c->handshaking = false; log(hs.what); co_return handshake_status::retry;
+    case handshake_status::rejected:
+      log(hs.what);
+      if (!expect) s.last_refusal = c->remote + ": " + hs.what;
+      co_await refuse(s, c, hs.reply);
+      co_return handshake_status::rejected;
+    case handshake_status::fatal: c->handshaking = false; s.fail(hs.ec, hs.what); co_return handshake_status::fatal;
     case handshake_status::ok: break;
   }
-
-  const node_id r = hs.peer.rank;
-  if (!expect) {
-    std::string refuse;
-    if (r >= s.world) refuse = "rank " + std::to_string(r) + " is out of range";
-    else if (r == s.cfg.rank) refuse = "rank " + std::to_string(r) + " is this process's own rank (two processes with one rank?)";
-    else if (r < s.cfg.rank) refuse = "rank " + std::to_string(r) + " should be dialed by this rank, not dial it";
-    else if (s.peers[r]->c) refuse = "rank " + std::to_string(r) + " is already connected";
-    if (!refuse.empty()) {
-      const std::string peer_name = (r < s.world ? s.who(r) : "rank " + std::to_string(r)) + " connected from " + c->remote;
-      s.log_line("refusing " + peer_name + ": " + refuse);
-      auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{s.cfg.rank, 0}, 0,
-                                   wire::abort_notice{static_cast<std::int32_t>(errc::config_mismatch), refuse});
-      co_await asio::async_write(c->sock, asio::buffer(ab), redirect(ec));
-      std::error_code ig;
-      c->sock.close(ig);
-      co_return handshake_status::rejected;
-    }
-  }
   if (s.failed_now() || s.stopping) co_return handshake_status::fatal;
-
-  *done = true;
-  tcp_peer& p = *s.peers[r];
-  p.c = c;
-  p.last_rx = tcp_state::clock::now();
-  {
-    std::lock_guard lk(p.qmu);
-    p.fd = c->sock.native_handle();
-  }
-  {
-    std::lock_guard lk(s.mu);
-    p.established = true;
-    ++s.established;
-    s.cv.notify_all();
-  }
-  s.spawn(reader(s, c, p), "reader");
-  s.spawn(writer(s, c, p), "writer");
+  adopt(s, c, hs);
   co_return handshake_status::ok;
+}
+
+/// Keeps at most max_pending_handshakes accepted connections in their handshake: closes the
+/// oldest beyond it (a real peer completes its handshake in a round trip; a flood of strangers
+/// cannot hold it out, nor cost more than a few KiB each).
+inline void admit(tcp_state& s, const std::shared_ptr<tcp_conn>& c) {
+  std::erase_if(s.accepted, [](const std::weak_ptr<tcp_conn>& w) {
+    auto x = w.lock();
+    return !x || !x->handshaking;
+  });
+  while (s.accepted.size() >= std::max<std::size_t>(s.cfg.max_pending_handshakes, 1)) {
+    if (auto old = s.accepted.front().lock()) {
+      s.log_refusal("closing " + old->remote + ": " + std::to_string(s.accepted.size()) +
+                    " connections in their handshake (max_pending_handshakes), this one the oldest");
+      old->handshaking = false;
+      std::error_code ig;
+      old->sock.close(ig);
+    }
+    s.accepted.pop_front();
+  }
+  s.accepted.push_back(c);
 }
 
 /// Accepts connections until the acceptor closes; each one is handshaked on its own. A failed
@@ -181,6 +240,7 @@ inline asio::awaitable<void> accept_loop(tcp_state& s) {
       continue;
     }
     auto c = std::make_shared<tcp_conn>(std::move(sock));
+    admit(s, c);
     s.spawn(connect_peer(s, c, std::nullopt), "handshake");
   }
 }
@@ -255,8 +315,9 @@ inline void tcp_start(tcp_state& s, const run_shape& shape) {
       if (p->rank != s.cfg.rank && !p->established) missing += (missing.empty() ? "" : ", ") + s.who(p->rank);
     lk.unlock();
     asio::post(s.io, [&s, missing] {
-      s.fail(make_error_code(errc::timeout), "no handshake within " + std::to_string(s.cfg.connect_timeout.count()) +
-                                                 " ms (connect_timeout) with " + missing);
+      s.fail(make_error_code(errc::timeout),
+             "no handshake within " + std::to_string(s.cfg.connect_timeout.count()) + " ms (connect_timeout) with " +
+                 missing + (s.last_refusal.empty() ? "" : "; the last connection refused here was from " + s.last_refusal));
     });
     lk.lock();
     s.cv.wait_for(lk, std::chrono::seconds(5), [&] { return s.failed; });

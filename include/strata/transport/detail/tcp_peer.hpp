@@ -23,6 +23,7 @@
 #include <asio/steady_timer.hpp>
 
 #include "../../core/ids.hpp"
+#include "../../wire/frame_mac.hpp"
 #include "tcp_reader.hpp"
 
 namespace strata::detail {
@@ -34,6 +35,7 @@ struct tcp_conn {
   asio::steady_timer wake;  // the writer sleeps on it; send() cancels it
   std::string remote;       // far end as ip:port
   bool closing = false;     // io thread: drain the queue, then shut down the sending side
+  bool handshaking = true;  // io thread: not yet adopted as a peer's, nor refused
   rx_buffer rx;             // io thread: received bytes, shared by handshake and reader
 };
 
@@ -53,6 +55,8 @@ struct tcp_peer {
   bool direct = false;       // a sending thread is in send(2) on fd
   bool writer_busy = false;  // the writer coroutine has a write in flight
   bool signaled = false;
+  std::unique_ptr<wire::frame_mac> tx_mac;  // guarded by qmu: tags every frame sent (shared secret set)
+  std::unique_ptr<wire::frame_mac> rx_mac;  // io thread: verifies every frame received
   std::shared_ptr<tcp_conn> c;         // io thread
   clock::time_point last_rx{};         // io thread
   bool established = false, bye_rx = false, write_done = false, read_done = false;  // tcp_state::mu
@@ -70,9 +74,16 @@ inline void wake_writer(asio::io_context& io, tcp_peer& p, std::unique_lock<std:
     });
 }
 
+/// Appends the frame's tag when the connection authenticates its frames. Called under p.qmu, in
+/// the order the frames will go on the wire.
+inline void seal(tcp_peer& p, std::vector<std::byte>& frame) {
+  if (p.tx_mac) p.tx_mac->seal(frame);
+}
+
 /// Queues a frame for the peer's writer.
 inline void enqueue(asio::io_context& io, tcp_peer& p, std::vector<std::byte> frame) {
   std::unique_lock lk(p.qmu);
+  seal(p, frame);
   p.queue.push_back(std::move(frame));
   wake_writer(io, p, lk);
 }
@@ -85,6 +96,7 @@ inline void enqueue(asio::io_context& io, tcp_peer& p, std::vector<std::byte> fr
 /// queue. `bytes` counts what the direct write sent.
 inline void send_frame(asio::io_context& io, tcp_peer& p, std::vector<std::byte> f, std::atomic<std::uint64_t>& bytes) {
   std::unique_lock lk(p.qmu);
+  seal(p, f);
   if (p.fd < 0 || p.direct || p.writer_busy || !p.queue.empty()) {
     p.queue.push_back(std::move(f));
     return wake_writer(io, p, lk);

@@ -35,9 +35,11 @@ using tcp_socket = asio::ip::tcp::socket;
 /// Completion token of the tcp coroutines: errors land in `ec` instead of being thrown.
 inline auto redirect(std::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
-/// Received bytes of one connection; the unread ones are buf[head, tail).
+/// Received bytes of one connection; the unread ones are buf[head, tail). Small until the
+/// connection is adopted as a peer's (handshake frames are small; a stranger costs little).
 struct rx_buffer {
-  std::vector<std::byte> buf = std::vector<std::byte>(std::size_t{64} << 10);
+  static constexpr std::size_t handshake_size = std::size_t{4} << 10, peer_size = std::size_t{64} << 10;
+  std::vector<std::byte> buf = std::vector<std::byte>(handshake_size);
   std::size_t head = 0, tail = 0;
 };
 
@@ -61,18 +63,19 @@ inline asio::awaitable<void> fill(tcp_socket& sock, rx_buffer& r, std::size_t n,
 }
 
 /// Reads one frame: its header and a view of its payload, valid until the next read into `r`.
-/// Buffered: one read_some usually brings many small frames. Returns false on a socket error
-/// (`ec` set) or a frame that does not decode (`bad` set, with `why`).
+/// `trailer` bytes (a frame's tag) follow the payload and are read with it, right after
+/// `payload` in the buffer. Buffered: one read_some usually brings many small frames. Returns
+/// false on a socket error (`ec` set) or a frame that does not decode (`bad` set, with `why`).
 inline asio::awaitable<bool> read_frame(tcp_socket& sock, rx_buffer& r, std::size_t max, wire::frame_header& hdr,
                                         std::span<const std::byte>& payload, std::error_code& ec,
-                                        std::error_code& bad, std::string& why) {
+                                        std::error_code& bad, std::string& why, std::size_t trailer = 0) {
   ec.clear();
   bad.clear();
   co_await fill(sock, r, wire::frame_header_size, ec);
   if (ec) co_return false;
   hdr = wire::decode_header(std::span(r.buf.data() + r.head, wire::frame_header_size), max, bad, &why);
   if (bad) co_return false;
-  const std::size_t need = wire::frame_header_size + static_cast<std::size_t>(hdr.length);
+  const std::size_t need = wire::frame_header_size + static_cast<std::size_t>(hdr.length) + trailer;
   co_await fill(sock, r, need, ec);
   if (ec) co_return false;
   payload = std::span<const std::byte>(r.buf.data() + r.head + wire::frame_header_size,

@@ -101,7 +101,9 @@ inline asio::awaitable<void> writer(tcp_state& s, std::shared_ptr<tcp_conn> c, t
       }
       if (!ec && !busy && !c->closing) {  // idle for a whole interval: keep the peer's read timeout at bay
         std::lock_guard lk(p.qmu);
-        p.queue.push_back(s.heartbeat_frame);
+        auto hb = s.heartbeat_frame;
+        seal(p, hb);
+        p.queue.push_back(std::move(hb));
       }
       continue;
     }
@@ -137,7 +139,8 @@ inline asio::awaitable<void> reader(tcp_state& s, std::shared_ptr<tcp_conn> c, t
   std::error_code ec, bad;
   std::string why;
   for (;;) {
-    const bool ok = co_await read_frame(c->sock, c->rx, s.cfg.max_frame, h, body, ec, bad, why);
+    const std::size_t tag = p.rx_mac ? wire::frame_tag_size : 0;
+    const bool ok = co_await read_frame(c->sock, c->rx, s.cfg.max_frame, h, body, ec, bad, why, tag);
     if (!ok && !bad) {  // end of file, reset, or our own close
       s.set_flag(p, &tcp_peer::read_done);
       if (!s.peer_gone_ok(p))
@@ -145,6 +148,13 @@ inline asio::awaitable<void> reader(tcp_state& s, std::shared_ptr<tcp_conn> c, t
       co_return;
     }
     p.last_rx = tcp_state::clock::now();
+    if (!bad && p.rx_mac &&
+        !p.rx_mac->open(std::span(body.data() - wire::frame_header_size, wire::frame_header_size + body.size()),
+                        std::span(body.data() + body.size(), tag))) {
+      bad = make_error_code(errc::bad_frame);
+      why = "frame " + std::to_string(p.rx_mac->frames() - 1) +
+            " failed authentication (its tag does not match: altered, injected or replayed on the way)";
+    }
     if (!bad) switch (h.kind) {
         case wire::frame_kind::message: {
           if (h.src.node != p.rank) {

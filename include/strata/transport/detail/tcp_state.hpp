@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <deque>
 #include <exception>
 #include <map>
 #include <memory>
@@ -59,6 +60,10 @@ struct tcp_state {
   clock::time_point deadline{};
   std::vector<std::unique_ptr<tcp_peer>> peers;
   std::vector<std::weak_ptr<tcp_conn>> pending;  // io thread: connections in their handshake
+  std::deque<std::weak_ptr<tcp_conn>> accepted;  // io thread: accepted ones in their handshake, oldest first
+  std::string last_refusal;                      // io thread: why the last accepted connection was refused
+  clock::time_point refusal_window{};            // io thread: rate limit of the refusal log lines
+  std::uint64_t refusals_logged = 0, refusals_quiet = 0;
   bool stopping = false;                         // io thread
   std::atomic<std::uint64_t> bytes{0}, bytes_local{0};
 
@@ -77,6 +82,24 @@ struct tcp_state {
     const std::string line = "strata tcp[rank " + std::to_string(cfg.rank) + "]: " + s;
     if (cfg.log) cfg.log(line);
     else std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  /// Logs what happened to a connection that has not authenticated (its text escaped): at most
+  /// 20 lines in 10 s, then one line with the count of those not logged.
+  void log_refusal(const std::string& s) {
+    const auto now = clock::now();
+    if (now - refusal_window >= std::chrono::seconds(10)) {
+      if (refusals_quiet > 0)
+        log_line(std::to_string(refusals_quiet) + " more refused or dropped connection(s) were not logged");
+      refusal_window = now;
+      refusals_logged = refusals_quiet = 0;
+    }
+    if (refusals_logged < 20) {
+      ++refusals_logged;
+      log_line(s);
+    } else {
+      ++refusals_quiet;
+    }
   }
 
   bool failed_now() {

@@ -3,6 +3,7 @@
 /// with line numbers, whitespace-separated fields parsed with std::from_chars, and the
 /// "<file>:<line>: <what>" error convention.
 #include <strata/core/error.hpp>
+#include <strata/core/printable.hpp>
 
 #include <cerrno>
 #include <charconv>
@@ -56,25 +57,6 @@ inline std::string slurp_file(const std::filesystem::path& file) {
   std::string msg;
   msg.append(name).append(":").append(std::to_string(line)).append(": ").append(what);
   throw strata::error(errc::refused, msg);
-}
-
-/// Text safe to print in an error message: every byte that is not printable ASCII (control bytes,
-/// NUL, DEL, bytes >= 0x80) and the backslash become "\xNN", so a message neither stops at a NUL nor
-/// drives the terminal.
-inline std::string printable(std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string s;
-  s.reserve(text.size());
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      s.push_back(ch);
-    } else {
-      s.append("\\x").push_back(hex[c >> 4]);
-      s.push_back(hex[c & 15]);
-    }
-  }
-  return s;
 }
 
 /// A token quoted for an error message (printable(): escaped), cut short so a binary blob cannot

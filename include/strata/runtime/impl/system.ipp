@@ -217,29 +217,36 @@ class system_impl {
       std::unique_lock lk(s.mu, std::defer_lock);
       lock_briefly_yielding(lk);
       const bool outer = std::exchange(may_call_shard(), false);
-      if (local_call) inline_target() = this_party().slot;
+      if (local_call) inline_target() = this_party();
       guarded([&] { s.shard->on_message(src, std::move(m)); });
       inline_target() = nullptr;
       finished = s.shard->min_clock() == server_shard::finished;
       may_call_shard() = outer;
     }
-    if (local_call && !inline_stash().empty()) this_party().drain(*this, this_party().slot);
+    if (local_call && !inline_stash().empty()) this_party()->drain(*this);
     if (start_msg || finished) progress();
   }
 
-  /// The party (worker or coordinator) whose thread this is, and how to hand it the messages
-  /// that a local shard call addressed to it (inline_stash).
-  struct party_ref {
-    void* slot = nullptr;
-    void (*drain)(system_impl&, void*) = nullptr;
+  template <class P>
+  struct party_slot;
+  /// A party that runs on a thread of its own (party_slot<worker>, party_slot<coordinator>), as the
+  /// shard code of its process sees it: what a local shard call addressed to it (inline_stash) is
+  /// handed over with.
+  struct local_party {
+    /// Hands this party the stashed messages, on its own thread (drain_stash).
+    virtual void drain(system_impl& sys) = 0;
+
+   protected:
+    ~local_party() = default;
   };
-  static party_ref& this_party() {
-    thread_local party_ref p;
+  /// The party whose thread this is (null on a thread that runs no party).
+  static local_party*& this_party() {
+    thread_local local_party* p = nullptr;
     return p;
   }
-  /// During a local shard call: the calling party's slot, whose messages from the shard are stashed.
-  static void*& inline_target() {
-    thread_local void* p = nullptr;
+  /// During a local shard call: the calling party, whose messages from the shard are stashed.
+  static local_party*& inline_target() {
+    thread_local local_party* p = nullptr;
     return p;
   }
   struct stashed {
@@ -257,8 +264,7 @@ class system_impl {
   /// here (it does not: wakes are deferred, so no coroutine runs): a local shard call from inside
   /// the loop would add to the stash being drained.
   template <class P>
-  static void drain_stash(system_impl& sys, void* slot) {
-    auto& ps = *static_cast<party_slot<P>*>(slot);
+  static void drain_stash(system_impl& sys, party_slot<P>& ps) {
     auto& st = inline_stash();
     party_access::begin_inline(*ps.p);
     for (auto& x : st) sys.guarded([&] { party_access::on_message(*ps.p, x.src, std::move(x.m)); });
@@ -275,7 +281,7 @@ class system_impl {
   }
   /// A party that runs a program on a thread of its own (a worker, the coordinator).
   template <class P>
-  struct party_slot {
+  struct party_slot final : local_party {
     asio::io_context ctx{1};  // run by one thread (concurrency hint 1): posts from that thread skip the queue lock
     std::unique_ptr<P> p;
     std::unique_ptr<task<>> program;
@@ -292,6 +298,7 @@ class system_impl {
       program.reset();
       finished = false;
     }
+    void drain(system_impl& sys) override { drain_stash(sys, *this); }
   };
   using worker_slot = party_slot<worker>;
   using coordinator_slot = party_slot<coordinator>;
@@ -420,14 +427,14 @@ class system_impl {
     for (auto& w : workers_) {
       const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
       w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, cpu] {
-        this_party() = {slot, &drain_stash<worker>};
+        this_party() = slot;
         if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
         run_ctx(*c, huge, true, spin);
       });
     }
     if (coord_)
       coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin] {
-        this_party() = {slot, &drain_stash<coordinator>};
+        this_party() = slot;
         run_ctx(*c, false, true, spin);
       });
   }

@@ -5,6 +5,7 @@
 // stalling the suite.
 #include <doctest/doctest.h>
 
+#include <strata/runtime/detail/party_access.hpp>
 #include <strata/runtime/server.hpp>
 #include <strata/strata.hpp>
 
@@ -24,6 +25,9 @@
 #include <thread>
 #include <tuple>
 #include <vector>
+
+/// The runtime side of a worker, which these tests drive by hand.
+using runtime_side = strata::detail::party_access;
 
 namespace {
 
@@ -540,7 +544,7 @@ TEST_CASE("a batched prefetch sends one request per shard for the rows not fresh
   strata::worker w(0, wm, strata::model_params::of<strata::bsp>({}), [&](strata::endpoint to, strata::wire::message&& m) {
     if (auto* q = std::get_if<strata::wire::row_request>(&m)) sent.emplace_back(to, std::move(*q));
   });
-  w.add_table<drow>(0, 2);
+  runtime_side::add_table<drow>(w, 0, 2);
   const strata::table_handle<drow> h{0, 2};
   const std::vector<strata::row_id> rows{0, 1, 2, 3, 4, 2};
   w.prefetch(h, rows);
@@ -707,8 +711,8 @@ TEST_CASE("messages taken in inline resume no coroutine in the middle of a turn:
     if (auto* q = std::get_if<strata::wire::row_request>(&m)) sent.push_back(std::move(*q));
   });
   std::vector<std::coroutine_handle<>> queued;
-  w.set_reschedule([&](std::coroutine_handle<> h) { queued.push_back(h); });
-  w.add_table<drow>(0, 2);
+  runtime_side::set_reschedule(w, [&](std::coroutine_handle<> h) { queued.push_back(h); });
+  runtime_side::add_table<drow>(w, 0, 2);
   const strata::table_handle<drow> h{0, 2};
   auto reply = [&](strata::row_id r, double v) {
     strata::wire::rows m;
@@ -732,20 +736,20 @@ TEST_CASE("messages taken in inline resume no coroutine in the middle of a turn:
   CHECK(sent[0].rows == std::vector<strata::row_id>{7});
   CHECK_FALSE(done);
 
-  w.begin_inline();
-  w.on_message(wm.shard(0), reply(7, 3.5));
+  runtime_side::begin_inline(w);
+  runtime_side::on_message(w, wm.shard(0), reply(7, 3.5));
   CHECK_FALSE(done);        // not resumed inside the turn that took the reply in
-  CHECK(w.end_inline());    // but someone may wait for it: the runtime schedules wake_now
-  CHECK_FALSE(w.end_inline());
-  w.wake_now();
+  CHECK(runtime_side::end_inline(w));    // but someone may wait for it: the runtime schedules wake_now
+  CHECK_FALSE(runtime_side::end_inline(w));
+  runtime_side::wake_now(w);
   CHECK(done);
   CHECK(got == 3.5);
   CHECK(queued.empty());
 
   // With no coroutine waiting, an inline message asks for no wake.
-  w.begin_inline();
-  w.on_message(wm.shard(0), reply(9, 1.0));
-  CHECK_FALSE(w.end_inline());
+  runtime_side::begin_inline(w);
+  runtime_side::on_message(w, wm.shard(0), reply(9, 1.0));
+  CHECK_FALSE(runtime_side::end_inline(w));
 }
 
 TEST_CASE("bsp: reads a shard of the same process answers inline see and count exactly what queued replies do") {

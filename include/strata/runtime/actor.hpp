@@ -20,6 +20,9 @@
 #include "params.hpp"
 
 namespace strata {
+namespace detail {
+struct party_access;
+}
 
 /// A message of type T received from `from`.
 template <class T>
@@ -120,26 +123,6 @@ class actor {
   };
   /// Lets this party's thread take in messages that arrived meanwhile, then resumes.
   yield_awaiter yield() { return {*this}; }
-  /// How the runtime resumes a coroutine later on this party's thread (after queued messages), and
-  /// (optional) how many messages and resumptions wait in that thread's queue now.
-  void set_reschedule(std::function<void(std::coroutine_handle<>)> f, const std::atomic<std::uint32_t>* queued = nullptr) {
-    reschedule_ = std::move(f);
-    queued_ = queued;
-  }
-
-  /// Runtime side: the messages handed to `on_message` until `end_inline()` arrive in the middle of
-  /// one of this party's turns (a reply to its own call of a shard in the same process, handled on
-  /// its thread): they are taken in at once, but no coroutine is resumed from inside that turn.
-  void begin_inline() noexcept { inline_ = true; }
-  /// Ends it; true when a coroutine may be waiting for what arrived (the runtime then schedules a
-  /// `wake_now()` on the party's thread).
-  bool end_inline() noexcept {
-    inline_ = false;
-    return std::exchange(wake_owed_, false) && (!waiters_.empty() || wake_has_work());
-  }
-  /// Resumes every parked coroutine whose condition holds (see `end_inline`).
-  void wake_now() { wake(); }
-
   /// Seconds this party's coroutines spent suspended waiting (reads, value bounds, receives, collectives).
   double wait_seconds() const noexcept { return wait_s_; }
 
@@ -202,6 +185,30 @@ class actor {
   void reset_wait() noexcept { wait_s_ = 0; }
 
  private:
+  friend struct detail::party_access;  // the runtime's calls below (runtime/detail/party_access.hpp)
+
+  // ---- runtime side (reached through detail::party_access) ---------------------------------
+
+  /// How the runtime resumes a coroutine later on this party's thread (after queued messages), and
+  /// (optional) how many messages and resumptions wait in that thread's queue now.
+  void set_reschedule(std::function<void(std::coroutine_handle<>)> f, const std::atomic<std::uint32_t>* queued = nullptr) {
+    reschedule_ = std::move(f);
+    queued_ = queued;
+  }
+
+  /// Runtime side: the messages handed to `on_message` until `end_inline()` arrive in the middle of
+  /// one of this party's turns (a reply to its own call of a shard in the same process, handled on
+  /// its thread): they are taken in at once, but no coroutine is resumed from inside that turn.
+  void begin_inline() noexcept { inline_ = true; }
+  /// Ends it; true when a coroutine may be waiting for what arrived (the runtime then schedules a
+  /// `wake_now()` on the party's thread).
+  bool end_inline() noexcept {
+    inline_ = false;
+    return std::exchange(wake_owed_, false) && (!waiters_.empty() || wake_has_work());
+  }
+  /// Resumes every parked coroutine whose condition holds (see `end_inline`).
+  void wake_now() { wake(); }
+
   bool has_message(std::uint64_t key) const {
     auto it = inbox_.find(key);
     return it != inbox_.end() && !it->second.empty();

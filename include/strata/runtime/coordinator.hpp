@@ -22,6 +22,9 @@ class coordinator : public actor {
     for (worker_id w = 0; w < num_workers(); ++w) send(peer::worker(w), msg);
   }
 
+ private:
+  friend struct detail::party_access;  // the runtime's calls below (runtime/detail/party_access.hpp)
+
   /// Handles a message delivered to the coordinator.
   void on_message(endpoint src, wire::message&& m) {
     auto* a = std::get_if<wire::app>(&m);

@@ -23,6 +23,7 @@
 #include "../transport/transport.hpp"
 #include "checkpoint_types.hpp"
 #include "coordinator.hpp"
+#include "detail/party_access.hpp"
 #include "options.hpp"
 #include "params.hpp"
 #include "program.hpp"
@@ -65,7 +66,7 @@ class system_base {
     static_assert(detail::check_row_type<R>());
     const auto id = add_table_erased(
         width, typeid(R).name(), [width] { return std::unique_ptr<server_table_base>(new server_table<R>(width)); },
-        [width](worker& w, table_id id) { w.add_table<R>(id, width); });
+        [width](worker& w, table_id id) { detail::party_access::add_table<R>(w, id, width); });
     return table_handle<R>{id, width};
   }
 

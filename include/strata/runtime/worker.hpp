@@ -442,19 +442,6 @@ class worker : public actor {
   /// resumed from (the worker's clock, `current_clock()`, starts there); nullptr otherwise.
   const std::string* resumed_state() const noexcept { return resumed_ ? &resumed_state_ : nullptr; }
 
-  /// Runtime side: write a checkpoint file for this worker every `every` clocks into `dir`.
-  void enable_checkpoints(std::string dir, clock_type every, ckpt::digest sig) {
-    ckpt_dir_ = std::move(dir);
-    ckpt_every_ = every;
-    ckpt_sig_ = sig;
-  }
-  /// Runtime side, before the first run: start at clock m with the state of a checkpoint.
-  void resume_at(clock_type m, std::string state) {
-    clock_ = m;
-    resumed_ = true;
-    resumed_state_ = std::move(state);
-  }
-
   // ---- collectives --------------------------------------------------------------------------
   // Every worker of the run must call the same collectives in the same order (a worker that
   // finishes while others wait in one is reported as an error, not a hang). They travel through
@@ -527,7 +514,33 @@ class worker : public actor {
     for (auto& t : tables_) t->invalidate();
   }
 
-  // ---- runtime side ------------------------------------------------------------------------
+  /// Runs another coroutine on this worker's thread, beside the program (it shares the worker's
+  /// cache, oplog and clock). The worker finishes only after every spawned coroutine has; an
+  /// exception from one is reported like the program's own.
+  void spawn(task<> t) {
+    auto owned = std::make_unique<task<>>(std::move(t));
+    auto* p = owned.get();
+    spawned_.push_back(std::move(owned));
+    ++live_;
+    p->start([this](std::exception_ptr e) {
+      if (e && !spawn_error_) spawn_error_ = e;
+      if (--live_ == 0 && deferred_finish_) std::exchange(deferred_finish_, {})();
+    });
+  }
+
+  /// Reads the server's current value of row `r`, bypassing (and refreshing) the cache, without
+  /// counting a read: for reading a finished run's model from any process.
+  template <row_type R>
+  task<R> fetch(table_handle<R> h, row_id r) {
+    auto& t = table<R>(h);
+    if (auto* e = t.find(r)) e->valid = false, e->requested = false;
+    const R& row = co_await get_awaiter<R>(*this, t, r, false);
+    co_return row;
+  }
+
+ private:
+  // ---- runtime side (reached through detail::party_access) ---------------------------------
+  friend struct detail::party_access;
 
   /// Registers a table (same order on every worker and shard).
   template <row_type R>
@@ -581,19 +594,6 @@ class worker : public actor {
     wake();
   }
 
-  /// Runs another coroutine on this worker's thread, beside the program (it shares the worker's
-  /// cache, oplog and clock). The worker finishes only after every spawned coroutine has; an
-  /// exception from one is reported like the program's own.
-  void spawn(task<> t) {
-    auto owned = std::make_unique<task<>>(std::move(t));
-    auto* p = owned.get();
-    spawned_.push_back(std::move(owned));
-    ++live_;
-    p->start([this](std::exception_ptr e) {
-      if (e && !spawn_error_) spawn_error_ = e;
-      if (--live_ == 0 && deferred_finish_) std::exchange(deferred_finish_, {})();
-    });
-  }
   /// The first exception thrown by a spawned coroutine, if any.
   std::exception_ptr spawn_error() const noexcept { return spawn_error_; }
 
@@ -642,17 +642,19 @@ class worker : public actor {
     clear_inbox();
   }
 
-  /// Reads the server's current value of row `r`, bypassing (and refreshing) the cache, without
-  /// counting a read: for reading a finished run's model from any process.
-  template <row_type R>
-  task<R> fetch(table_handle<R> h, row_id r) {
-    auto& t = table<R>(h);
-    if (auto* e = t.find(r)) e->valid = false, e->requested = false;
-    const R& row = co_await get_awaiter<R>(*this, t, r, false);
-    co_return row;
+  /// Runtime side: write a checkpoint file for this worker every `every` clocks into `dir`.
+  void enable_checkpoints(std::string dir, clock_type every, ckpt::digest sig) {
+    ckpt_dir_ = std::move(dir);
+    ckpt_every_ = every;
+    ckpt_sig_ = sig;
+  }
+  /// Runtime side, before the first run: start at clock m with the state of a checkpoint.
+  void resume_at(clock_type m, std::string state) {
+    clock_ = m;
+    resumed_ = true;
+    resumed_state_ = std::move(state);
   }
 
- private:
   /// Asks shard s for row r of table t once it reflects `need`: now, or, inside a batched
   /// prefetch, with the batch's other rows for that shard (one table and one need per batch).
   void request(node_id s, table_id t, row_id r, clock_type need) {

@@ -24,6 +24,7 @@
 #include "../../core/affinity.hpp"
 #include "../../core/huge_pages.hpp"
 #include "../checkpoint.hpp"
+#include "../detail/party_access.hpp"
 #include "../server.hpp"
 #include "../system.hpp"
 
@@ -63,8 +64,8 @@ class system_impl {
         ws->program = std::make_unique<task<>>(program(*ws->p));
         ws->program->start([this, ws](std::exception_ptr e) {
           if (e) record_error(e);
-          ws->p->finish([this, ws] {
-            if (auto se = ws->p->spawn_error()) record_error(se);
+          party_access::finish(*ws->p, [this, ws] {
+            if (auto se = party_access::spawn_error(*ws->p)) record_error(se);
             ws->finished = true;
             progress();
           });
@@ -216,29 +217,36 @@ class system_impl {
       std::unique_lock lk(s.mu, std::defer_lock);
       lock_briefly_yielding(lk);
       const bool outer = std::exchange(may_call_shard(), false);
-      if (local_call) inline_target() = this_party().slot;
+      if (local_call) inline_target() = this_party();
       guarded([&] { s.shard->on_message(src, std::move(m)); });
       inline_target() = nullptr;
       finished = s.shard->min_clock() == server_shard::finished;
       may_call_shard() = outer;
     }
-    if (local_call && !inline_stash().empty()) this_party().drain(*this, this_party().slot);
+    if (local_call && !inline_stash().empty()) this_party()->drain(*this);
     if (start_msg || finished) progress();
   }
 
-  /// The party (worker or coordinator) whose thread this is, and how to hand it the messages
-  /// that a local shard call addressed to it (inline_stash).
-  struct party_ref {
-    void* slot = nullptr;
-    void (*drain)(system_impl&, void*) = nullptr;
+  template <class P>
+  struct party_slot;
+  /// A party that runs on a thread of its own (party_slot<worker>, party_slot<coordinator>), as the
+  /// shard code of its process sees it: what a local shard call addressed to it (inline_stash) is
+  /// handed over with.
+  struct local_party {
+    /// Hands this party the stashed messages, on its own thread (drain_stash).
+    virtual void drain(system_impl& sys) = 0;
+
+   protected:
+    ~local_party() = default;
   };
-  static party_ref& this_party() {
-    thread_local party_ref p;
+  /// The party whose thread this is (null on a thread that runs no party).
+  static local_party*& this_party() {
+    thread_local local_party* p = nullptr;
     return p;
   }
-  /// During a local shard call: the calling party's slot, whose messages from the shard are stashed.
-  static void*& inline_target() {
-    thread_local void* p = nullptr;
+  /// During a local shard call: the calling party, whose messages from the shard are stashed.
+  static local_party*& inline_target() {
+    thread_local local_party* p = nullptr;
     return p;
   }
   struct stashed {
@@ -256,13 +264,12 @@ class system_impl {
   /// here (it does not: wakes are deferred, so no coroutine runs): a local shard call from inside
   /// the loop would add to the stash being drained.
   template <class P>
-  static void drain_stash(system_impl& sys, void* slot) {
-    auto& ps = *static_cast<party_slot<P>*>(slot);
+  static void drain_stash(system_impl& sys, party_slot<P>& ps) {
     auto& st = inline_stash();
-    ps.p->begin_inline();
-    for (auto& x : st) sys.guarded([&] { ps.p->on_message(x.src, std::move(x.m)); });
+    party_access::begin_inline(*ps.p);
+    for (auto& x : st) sys.guarded([&] { party_access::on_message(*ps.p, x.src, std::move(x.m)); });
     st.clear();
-    if (ps.p->end_inline()) post_counted(ps, [&sys, &ps] { sys.guarded([&] { ps.p->wake_now(); }); });
+    if (party_access::end_inline(*ps.p)) post_counted(ps, [&sys, &ps] { sys.guarded([&] { party_access::wake_now(*ps.p); }); });
   }
   /// Runs `f` on shard `s`'s thread under its lock.
   template <class F>
@@ -274,7 +281,7 @@ class system_impl {
   }
   /// A party that runs a program on a thread of its own (a worker, the coordinator).
   template <class P>
-  struct party_slot {
+  struct party_slot final : local_party {
     asio::io_context ctx{1};  // run by one thread (concurrency hint 1): posts from that thread skip the queue lock
     std::unique_ptr<P> p;
     std::unique_ptr<task<>> program;
@@ -287,10 +294,11 @@ class system_impl {
     bool done() const { return program && program->done() && finished; }
     /// Between runs, on the party's thread.
     void reset() {
-      p->reset();
+      party_access::reset(*p);
       program.reset();
       finished = false;
     }
+    void drain(system_impl& sys) override { drain_stash(sys, *this); }
   };
   using worker_slot = party_slot<worker>;
   using coordinator_slot = party_slot<coordinator>;
@@ -310,13 +318,13 @@ class system_impl {
   /// delivered there.
   template <class P>
   void bind_party(party_slot<P>& slot, endpoint at) {
-    slot.p->set_reschedule([ps = &slot](std::coroutine_handle<> h) { post_counted(*ps, [h] { h.resume(); }); }, &slot.queued);
+    party_access::set_reschedule(*slot.p, [ps = &slot](std::coroutine_handle<> h) { post_counted(*ps, [h] { h.resume(); }); }, &slot.queued);
     transport_.bind(at, [this, ps = &slot](endpoint src, wire::message&& m) {
       if (inline_target() == ps && ps->queued.load(std::memory_order_relaxed) == 0) {
         inline_stash().push_back({src, std::move(m)});  // a reply to ps's own local shard call
         return;
       }
-      post_counted(*ps, [this, ps, src, m = std::move(m)]() mutable { guarded([&] { ps->p->on_message(src, std::move(m)); }); });
+      post_counted(*ps, [this, ps, src, m = std::move(m)]() mutable { guarded([&] { party_access::on_message(*ps->p, src, std::move(m)); }); });
     });
   }
 
@@ -342,7 +350,7 @@ class system_impl {
   void restart() {
     const bool clear = std::exchange(clear_tables_, false);
     if (std::exchange(model_changed_, false))
-      for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->p->set_model(mp_); return 0; });
+      for (auto& ws : workers_) on_thread(ws->ctx, [&] { party_access::set_model(*ws->p, mp_); return 0; });
     for (auto& s : servers_) on_shard_thread(*s, [&] { s->shard->reset(clear); return 0; });
     for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
     if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
@@ -390,7 +398,7 @@ class system_impl {
         const worker_id id = n * wm_.per_node + i;
         auto ws = std::make_unique<worker_slot>();
         ws->p = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
-        ws->p->set_cache_rows(cfg_.cache_rows);
+        party_access::set_cache_rows(*ws->p, cfg_.cache_rows);
         for (auto& f : worker_setup_) f(*ws->p);
         bind_party(*ws, wm_.of(id));
         workers_.push_back(std::move(ws));
@@ -419,14 +427,14 @@ class system_impl {
     for (auto& w : workers_) {
       const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
       w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, cpu] {
-        this_party() = {slot, &drain_stash<worker>};
+        this_party() = slot;
         if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
         run_ctx(*c, huge, true, spin);
       });
     }
     if (coord_)
       coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin] {
-        this_party() = {slot, &drain_stash<coordinator>};
+        this_party() = slot;
         run_ctx(*c, false, true, spin);
       });
   }
@@ -449,7 +457,7 @@ class system_impl {
       for (auto& s : servers_) ckpt_locks_.push_back(std::make_unique<ckpt::folder_lock>(cc.dir, s->node));
       ckpt::check_folder_run(cc.dir, sig);
       for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig, cc.keep);
-      for (auto& ws : workers_) ws->p->enable_checkpoints(cc.dir, cc.every, sig);
+      for (auto& ws : workers_) party_access::enable_checkpoints(*ws->p, cc.dir, cc.every, sig);
     } else if (cc.every < 0) {
       throw error(errc::bad_input, "checkpoint.every must be >= 0");
     }
@@ -462,7 +470,7 @@ class system_impl {
     for (auto& ws : workers_) {
       const auto id = ws->p->id();
       const auto body = ckpt::unseal(ckpt::worker_file(cc.resume, m, id), ckpt::kind::worker, id, m, sig);
-      ws->p->resume_at(m, std::string(reinterpret_cast<const char*>(body.data()), body.size()));
+      party_access::resume_at(*ws->p, m, std::string(reinterpret_cast<const char*>(body.data()), body.size()));
     }
   }
 

@@ -14,7 +14,9 @@ secs="${FUZZ_SECONDS:-60}"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(frame handshake accept ratings bag_of_words libsvm)
 mkdir -p "$dir/artifacts"
-cxx=clang++-14
+cxx=(clang++-14)
+source "$root/scripts/ccache.sh"
+[ ${#ccache_env[@]} -eq 0 ] || cxx=(env "${ccache_env[@]}" ccache clang++-14)
 # Asio does not detect clang 14's C++20 coroutines with libstdc++: say they are there.
 # UBSan's -fsanitize=function trips clang 14 on coroutines ("cannot represent a difference across
 # sections", llvm/llvm-project#49689), so that one check is left out.
@@ -28,7 +30,9 @@ for t in "${targets[@]}"; do
   [ -f "$src" ] || { echo "fuzz: no target $t ($src)" >&2; exit 2; }
   if [ ! -x "$bin" ] || [ -n "$(find "$root/include" "$root/tests/fuzz" -newer "$bin" -name '*.?pp' -print -quit)" ]; then
     echo "fuzz: building $t"
-    $cxx "${common[@]}" "$src" -o "$bin" -lcrypto
+    # Compiled and linked in two steps: ccache caches only the first.
+    "${cxx[@]}" "${common[@]}" -c "$src" -o "$bin.o"
+    clang++-14 "${common[@]}" "$bin.o" -o "$bin" -lcrypto
   fi
   work="$dir/corpus_$t"
   rm -rf "$work"

@@ -19,8 +19,7 @@ if [ "${KEEP_TMP:-0}" = 1 ]; then
 else
   trap 'rm -rf "$tmp"' EXIT
 fi
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source "$root/scripts/ccache.sh"
 
 # The consumers live outside the source tree, so nothing can reach include/ by a relative path.
 cp -R "$root/tests/package" "$tmp/package"

@@ -21,8 +21,7 @@ case "${1:-}" in
   --thread) mode=thread; shift ;;
   --all) mode=all; shift ;;
 esac
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+source "$root/scripts/ccache.sh"
 if [ "$mode" = thread ]; then
   dir="${TSAN_BUILD_DIR:-$root/build-tsan}"
   # -Wno-tsan: GCC warns (an error under -Werror) that TSan does not model the atomic_thread_fence

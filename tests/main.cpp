@@ -1,2 +1,9 @@
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>
+
+#include "paths.hpp"
+
+namespace strata::test {
+const char* source_dir() { return STRATA_SOURCE_DIR; }
+const char* binary_dir() { return STRATA_BINARY_DIR; }
+}  // namespace strata::test

@@ -3,6 +3,8 @@
 // norm; x itself may differ when A is rank-deficient) through tests/cost/nnls_reference.py.
 #include <doctest/doctest.h>
 
+#include "../paths.hpp"
+
 #include <strata/core/error.hpp>
 #include <strata/cost/nnls.hpp>
 
@@ -230,7 +232,7 @@ TEST_CASE("nnls: the residual agrees with scipy.optimize.nnls on random problems
       files += " '" + path + "'";
     }
   int status = 0;
-  const std::string script = std::string(STRATA_SOURCE_DIR) + "/tests/cost/nnls_reference.py";
+  const std::string script = std::string(strata::test::source_dir()) + "/tests/cost/nnls_reference.py";
   const std::string out = run_capture("\"" + py + "\" '" + script + "'" + files + " 2>&1", status);
   std::filesystem::remove_all(dir);
   if (status != 0) FAIL("python failed (status " << status << "): " << out);

@@ -3,6 +3,8 @@
 // line, NaN, non-increasing iterations, too few points) as errors naming FILE:LINE.
 #include <doctest/doctest.h>
 
+#include "../paths.hpp"
+
 #include <strata/core/error.hpp>
 #include <strata/core/trace.hpp>
 #include <strata/cost/system_model.hpp>
@@ -146,7 +148,7 @@ TEST_CASE("trace fit: too few runs for the system model names the files") {
 // timing fit takes every line, a convergence fit the evaluated lines only.
 
 TEST_CASE("trace fit: a committed --eval-every trace (benchmarks/results/essp/metrics) fits, timing from every line, progress from the evaluated ones") {
-  const std::filesystem::path dir = std::filesystem::path(STRATA_SOURCE_DIR) / "benchmarks/results/essp/metrics";
+  const std::filesystem::path dir = std::filesystem::path(strata::test::source_dir()) / "benchmarks/results/essp/metrics";
   // MF: eval_every 4, 80 iterations; LDA: eval_every 2, 12 iterations (and a log-likelihood, maximised).
   for (const auto& [name, every, last] : {std::tuple{"inproc_none_mf_essp_s1_seed1.jsonl", 4u, 80u},
                                           std::tuple{"tcp_slow_lda_bsp_seed1.jsonl", 2u, 12u}}) {

@@ -2,6 +2,8 @@
 // round trips, the committed benchmark traces, and errors that name the file and line.
 #include <doctest/doctest.h>
 
+#include "../paths.hpp"
+
 #include <strata/core/json.hpp>
 #include <strata/core/trace.hpp>
 
@@ -212,7 +214,7 @@ TEST_CASE("trace: non-finite values are written as null and read back as NaN, an
 TEST_CASE("trace: the committed benchmark traces read back, consistent with their configuration") {
   // benchmarks/essp_experiment.sh: the true model evaluated every eval_every iterations and at the
   // last (null in between), per-worker times and both staleness histograms.
-  const std::filesystem::path dir = std::filesystem::path(STRATA_SOURCE_DIR) / "benchmarks/results/essp/metrics";
+  const std::filesystem::path dir = std::filesystem::path(strata::test::source_dir()) / "benchmarks/results/essp/metrics";
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".jsonl") continue;

@@ -5,6 +5,8 @@
 // worker), scripts/launch.sh, and a run across two network namespaces joined by a veth pair.
 #include <doctest/doctest.h>
 
+#include "../paths.hpp"
+
 #include <strata/transport/tcp.hpp>
 
 #include <arpa/inet.h>
@@ -44,7 +46,7 @@ using clk = std::chrono::steady_clock;
 
 // ---- helpers: processes, ports, files -------------------------------------------------------
 
-std::string node_binary() { return std::string(STRATA_BINARY_DIR) + "/tests/net/strata_ps_node"; }
+std::string node_binary() { return std::string(strata::test::binary_dir()) + "/tests/net/strata_ps_node"; }
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -986,7 +988,7 @@ TEST_CASE("tcp processes: a worker that throws stops every process at once") {
 TEST_CASE("scripts/launch.sh: N ranks from STRATA_RANK/STRATA_SIZE, [rank] prefixes, failures propagate") {
   if (!binary_present()) return;
   scratch dir;
-  const std::string script = std::string(STRATA_SOURCE_DIR) + "/scripts/launch.sh";
+  const std::string script = std::string(strata::test::source_dir()) + "/scripts/launch.sh";
   const auto base = free_port_run(3);
   auto ok = spawn({"bash", script, "-n", "3", "--base-port", std::to_string(base), "--", node_binary(), "--model",
                    "essp2", "--clocks", "10"},

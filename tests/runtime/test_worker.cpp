@@ -26,7 +26,7 @@
 #include <tuple>
 #include <vector>
 
-/// The runtime side of a worker, which these tests drive by hand.
+/// The runtime side of a worker and of a server shard, which these tests drive by hand.
 using runtime_side = strata::detail::party_access;
 
 namespace {
@@ -53,7 +53,7 @@ void flush_into(strata::server_shard& shard, const strata::worker_map& wm, strat
     d.inc(0, v);
     d.encode(out);
   }
-  shard.on_message(wm.of(from), strata::wire::message{std::move(f)});
+  runtime_side::on_message(shard, wm.of(from), strata::wire::message{std::move(f)});
 }
 
 }  // namespace
@@ -276,7 +276,7 @@ TEST_CASE("a flush carrying an out-of-range column is rejected whole by the shar
   out.put(std::uint32_t{1});
   out.put(strata::col_id{5});
   out.put(int{1});
-  CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, strata::wire::message{std::move(f)}),
+  CHECK_THROWS_WITH_AS(runtime_side::on_message(shard, {0, 1}, strata::wire::message{std::move(f)}),
                        doctest::Contains("table 0, row 2 rejected, nothing applied"), strata::error);
   auto& t = static_cast<strata::server_table<srow>&>(shard.table(0));
   CHECK(t.row(1).nnz() == 0);  // the good row of the same flush was not applied either
@@ -315,7 +315,7 @@ TEST_CASE("a NaN or inf increment rejects its whole flush at the shard, naming t
     drow good(3), bad(3);
     good.inc(0, 2.0f);
     bad.inc(2, std::numeric_limits<float>::quiet_NaN());
-    CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, flush_of(good, bad)),
+    CHECK_THROWS_WITH_AS(runtime_side::on_message(shard, {0, 1}, flush_of(good, bad)),
                          doctest::Contains("table 1, row 7 rejected, nothing applied: non-finite value nan in column 2"), strata::error);
     CHECK(static_cast<strata::server_table<drow>&>(shard.table(0)).row(1).get(0) == 0.0f);  // the good row waits too
     CHECK(sent.empty());
@@ -327,7 +327,7 @@ TEST_CASE("a NaN or inf increment rejects its whole flush at the shard, naming t
     srow good(3), bad(3);
     good.inc(1, 1.0);
     bad.inc(1, -std::numeric_limits<double>::infinity());
-    CHECK_THROWS_WITH_AS(shard.on_message({0, 1}, flush_of(good, bad)),
+    CHECK_THROWS_WITH_AS(runtime_side::on_message(shard, {0, 1}, flush_of(good, bad)),
                          doctest::Contains("table 1, row 7 rejected, nothing applied: non-finite value -inf in column 1"), strata::error);
     CHECK(static_cast<strata::server_table<srow>&>(shard.table(0)).row(1).nnz() == 0);
   }
@@ -338,7 +338,7 @@ TEST_CASE("a NaN or inf increment rejects its whole flush at the shard, naming t
     irow a(3), b(3);
     a.inc(0, 1);
     b.inc(2, -5);
-    shard.on_message({0, 1}, flush_of(a, b));
+    runtime_side::on_message(shard, {0, 1}, flush_of(a, b));
     CHECK(static_cast<strata::server_table<irow>&>(shard.table(1)).row(7).get(2) == -5);
   }
 }
@@ -356,7 +356,7 @@ TEST_CASE("essp: a push leaves out, per subscriber, the rows only that subscribe
                              });
   for (strata::worker_id w = 0; w < 2; ++w)
     for (strata::row_id r = 0; r < 3; ++r)
-      shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, strata::no_clock, true}});
+      runtime_side::on_message(shard, wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, strata::no_clock, true}});
   std::uint64_t seq[2] = {0, 0};
   auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
     flush_into(shard, wm, from, ++seq[from], tag, incs);
@@ -403,7 +403,7 @@ TEST_CASE("bsp: a batched row request gets one reply, and the reads parked at a 
                                if (auto* r = std::get_if<strata::wire::rows>(&m); r && r->count > 0) replies.emplace_back(to, std::move(*r));
                              });
   auto request = [&](strata::worker_id w, std::vector<strata::row_id> rows, strata::clock_type need) {
-    shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, std::move(rows), need, false}});
+    runtime_side::on_message(shard, wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, std::move(rows), need, false}});
   };
   std::uint64_t seq[2] = {0, 0};
   auto flush = [&](strata::worker_id from, strata::clock_type tag, std::vector<std::pair<strata::row_id, float>> incs) {
@@ -463,7 +463,7 @@ TEST_CASE("bsp: at a barrier a worker with a parked read gets one message, the r
     flush_into(shard, wm, from, ++seq[from], tag, incs);
   };
   auto request = [&](strata::worker_id w, strata::row_id r, strata::clock_type need) {
-    shard.on_message(wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, need, false}});
+    runtime_side::on_message(shard, wm.of(w), strata::wire::message{strata::wire::row_request{w, 0, {r}, need, false}});
   };
   // What worker w was sent: (rows carried, acked_seq, reflects) per message.
   auto to = [&](strata::worker_id w) {
@@ -522,7 +522,7 @@ TEST_CASE("a batched reply is split into messages of about 4 MiB, every row once
                              });
   std::vector<strata::row_id> rows;
   for (strata::row_id r = 0; r < 8; ++r) rows.push_back(7 - r);
-  shard.on_message(wm.of(0), strata::wire::message{strata::wire::row_request{0, 0, rows, strata::no_clock, false}});
+  runtime_side::on_message(shard, wm.of(0), strata::wire::message{strata::wire::row_request{0, 0, rows, strata::no_clock, false}});
   REQUIRE(replies.size() == 2);
   std::vector<strata::row_id> got;
   for (const auto& m : replies) {

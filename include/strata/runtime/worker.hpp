@@ -17,67 +17,19 @@
 #include <utility>
 #include <vector>
 
-#include "../core/bytes.hpp"
-#include "../core/config.hpp"
-#include "../core/stats.hpp"
-#include "../table/client_table.hpp"
-#include "../table/table.hpp"
-#include "../wire/messages.hpp"
-#include "params.hpp"
-#include "actor.hpp"
-#include "checkpoint_types.hpp"
-#include "task.hpp"
+#include <strata/core/bytes.hpp>
+#include <strata/core/config.hpp>
+#include <strata/core/stats.hpp>
+#include <strata/table/client_table.hpp>
+#include <strata/table/table.hpp>
+#include <strata/wire/messages.hpp>
+#include <strata/runtime/params.hpp>
+#include <strata/runtime/actor.hpp>
+#include <strata/runtime/checkpoint_types.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/worker_stats.hpp>
 
 namespace strata {
-
-/// What a worker measured during a run.
-struct worker_stats {
-  /// Every read's (c - 1) - t: c the reader's clock, t the clock through which the row holds every
-  /// update of every worker (the minimum over writers, so a bound on how stale the row is).
-  int_histogram min_clock_staleness;
-  /// For every read and every *other* worker q that can still write: (c - 1) - (newest clock tag
-  /// of q's updates the row holds). Negative when the row already holds q's updates from the
-  /// reader's clock or later. A writer that has finished, with all its updates in the row (its
-  /// clock `finished_clock` in the row's writer clocks), is left out. Nothing is recorded with a
-  /// single worker.
-  int_histogram writer_staleness;
-  double wait_s = 0;              ///< time spent suspended in get / inc / finish
-  std::uint64_t reads = 0;        ///< get() calls
-  std::uint64_t waited_reads = 0; ///< get() calls that asked their shard (suspended, or answered at once by a shard in this process)
-  std::uint64_t flushes = 0;      ///< flush messages sent
-  double max_unacked_mass = 0;    ///< largest un-propagated update mass seen after an inc
-  /// Rows evicted from the worker's bounded cache (system_config::cache_rows), every table; not
-  /// paused by pause_stats.
-  std::uint64_t evictions = 0;
-  /// The most rows one table's cache held at once (bounded or not); not paused by pause_stats.
-  std::uint64_t cache_peak_rows = 0;
-  void merge(const worker_stats& o) {
-    min_clock_staleness.merge(o.min_clock_staleness);
-    writer_staleness.merge(o.writer_staleness);
-    wait_s += o.wait_s;
-    reads += o.reads;
-    waited_reads += o.waited_reads;
-    flushes += o.flushes;
-    max_unacked_mass = std::max(max_unacked_mass, o.max_unacked_mass);
-    evictions += o.evictions;
-    cache_peak_rows = std::max(cache_peak_rows, o.cache_peak_rows);
-  }
-};
-
-/// A reduction for `worker::all_reduce`: adds numbers, and vectors element-wise (the shorter one is
-/// taken as padded with zeros).
-struct sum {
-  template <class T>
-  T operator()(T a, const T& b) const {
-    if constexpr (requires { a.size(); a.resize(0); a[0] += b[0]; }) {
-      if (a.size() < b.size()) a.resize(b.size());
-      for (std::size_t i = 0; i < b.size(); ++i) a[i] += b[i];
-      return a;
-    } else {
-      return a + b;
-    }
-  }
-};
 
 /// A worker's handle on the parameter server. Its methods run on the worker's own thread, where
 /// its coroutines run and its messages are delivered, so nothing here takes a lock.
@@ -96,17 +48,7 @@ class worker : public actor {
   worker_id id() const noexcept { return id_; }
   /// The worker's clock: the number of clock() calls so far.
   clock_type current_clock() const noexcept { return clock_; }
-  const worker_stats& stats() const {
-    settle_reads();
-    stats_.wait_s = wait_seconds() - unrecorded_wait_;
-    stats_.evictions = 0;
-    stats_.cache_peak_rows = 0;
-    for (const auto& t : tables_) {
-      stats_.evictions += t->evictions();
-      stats_.cache_peak_rows = std::max<std::uint64_t>(stats_.cache_peak_rows, t->peak_rows());
-    }
-    return stats_;
-  }
+  STRATA_DECL const worker_stats& stats() const;
   /// The statistics at `pause_stats()`, for `resume_stats`.
   struct stats_mark {
     worker_stats stats;
@@ -187,100 +129,7 @@ class worker : public actor {
   // ---- get ---------------------------------------------------------------------------------
 
   template <row_type R>
-  class [[nodiscard]] get_awaiter {
-   public:
-    get_awaiter(worker& w, client_table<R>& t, row_id r, bool counted = true) : w_(w), t_(t), r_(r), counted_(counted) {}
-    bool await_ready() {
-      if (counted_) w_.stats_.reads++;
-      look_up();
-      return fresh() || missed();
-    }
-    /// Looks the row up and sends its request if it is not fresh enough; true when it is.
-    bool prepare() {
-      look_up();
-      return ready();
-    }
-    void await_suspend(std::coroutine_handle<> h) {
-      if (counted_) w_.stats_.waited_reads++;
-      ++e_->waiters;  // a bounded cache keeps the row while this read waits for it
-      suspended_ = true;
-      // The clock needed is taken again at every check: when another coroutine of this worker
-      // clocks while this read waits, the read waits for what the new clock needs (the guarantee
-      // is for the clock at which the read returns). A request for an older need is answered
-      // first, then re-sent.
-      w_.suspend(h, [this] {
-        need_ = needed();
-        return ready();
-      });
-    }
-    const R& await_resume() {
-      if (suspended_) t_.release(*e_);
-      t_.hold(*e_);  // the reference returned stays valid for the rest of the turn
-      if (counted_) {
-        clock_type t = e_->reflects;
-        std::uint32_t v = e_->view;
-        if (w_.mp_.push == push_mode::on_min_clock) {
-          const node_id s = owner_of(t_.id(), r_, w_.wm_.nodes);
-          t = std::max(t, w_.push_reflects_[s]);
-          v = std::max(v, w_.push_view_[s]);  // a later push from the row's shard: newer clocks
-        }
-        w_.stats_.min_clock_staleness.add((w_.clock_ - 1) - t);
-        // Per-writer figures are recorded lazily: one count per (per-writer clocks, clock), expanded
-        // into the histogram when the clock moves on (settle_reads).
-        if (w_.view_reads_[v]++ == 0) w_.touched_.push_back(v);
-      }
-      return e_->data;
-    }
-
-   private:
-    void look_up() {
-      e_ = &t_.slot(r_);
-      need_ = needed();
-    }
-    /// A read the cache cannot serve: asks the row's shard, and returns true when a shard in this
-    /// process answered inline. Such a read is a miss all the same: it counts as a waited read and
-    /// ends the turn, as the suspension it saved would have (a bounded cache may evict the rows of
-    /// earlier reads again, so a loop of misses stays within the bound). Out of line: the hit path
-    /// stays small.
-    [[gnu::noinline]] bool missed() {
-      if (!ready()) return false;
-      if (counted_) w_.stats_.waited_reads++;
-      w_.end_turn();
-      return true;
-    }
-    clock_type reflects() const noexcept {
-      clock_type t = e_->reflects;
-      if (w_.mp_.push == push_mode::on_min_clock)
-        t = std::max(t, w_.push_reflects_[owner_of(t_.id(), r_, w_.wm_.nodes)]);
-      return t;
-    }
-    bool fresh() const noexcept { return e_->valid && reflects() >= need_; }
-    /// The clock a row must reflect for this read at the worker's clock now (a fetch, counted_
-    /// false, takes whatever the server holds, whatever its clocks).
-    clock_type needed() const noexcept {
-      return counted_ ? required_clock(w_.clock_, w_.mp_.staleness_for(t_.id())) : required_clock(0, unbounded);
-    }
-    /// True when the cached row will do; otherwise makes sure a request (or, for a subscribed
-    /// row under ESSP, the next push) is on its way.
-    bool ready() {
-      if (fresh()) return true;
-      if (!e_->requested && !(w_.mp_.pushes_every_advance() && e_->valid)) {
-        e_->requested = true;
-        w_.request(owner_of(t_.id(), r_, w_.wm_.nodes), t_.id(), r_, need_);
-        // A shard in this process may have answered inline (the row is then held for the rest of
-        // the turn: client_table::on_row).
-        return fresh();
-      }
-      return false;
-    }
-    worker& w_;
-    client_table<R>& t_;
-    row_id r_;
-    bool counted_;
-    bool suspended_ = false;
-    clock_type need_ = 0;
-    typename client_table<R>::entry* e_ = nullptr;
-  };
+  class [[nodiscard]] get_awaiter;  // runtime/detail/worker_awaiters.hpp
 
   /// Reads a row: at once from the cache when it is fresh enough for the consistency model,
   /// otherwise suspends until the server's reply or push arrives. With a bounded cache
@@ -324,66 +173,7 @@ class worker : public actor {
   /// awaited still loses nothing: the increment is applied when the awaitable is destroyed (under a
   /// value bound, then past the bound, as `worker_stats::max_unacked_mass` shows).
   template <class Apply>
-  class [[nodiscard]] inc_awaiter {
-   public:
-    inc_awaiter(worker& w, double mass, node_id shard, Apply a)
-        : w_(w), mass_(mass), shard_(shard), apply_(std::move(a)) {
-      if (!w_.value_bounded_) {  // the common case: nothing to account for
-        apply_();
-        applied_ = true;
-      } else if (w_.fits(mass_)) {
-        apply();
-      }
-    }
-    inc_awaiter(const inc_awaiter&) = delete;
-    inc_awaiter& operator=(const inc_awaiter&) = delete;
-    ~inc_awaiter() {
-      if (!applied_ && !suspended_) apply();  // never awaited (a coroutine destroyed mid-wait is torn down)
-    }
-    bool await_ready() { return applied_ || flush_then_fits(); }
-    void await_suspend(std::coroutine_handle<> h) {
-      suspended_ = true;
-      ++w_.inc_waiters_;
-      w_.suspend(h, [this] {
-        if (!w_.fits(mass_)) return false;
-        --w_.inc_waiters_;
-        return true;
-      });
-    }
-    void await_resume() {
-      suspended_ = false;
-      if (!applied_) apply();
-    }
-
-   private:
-    /// Under a value bound, an increment that did not fit: sends what is pending now; true when
-    /// it fits after all (a shard in this process acknowledged inline), and then applies it.
-    [[gnu::noinline]] bool flush_then_fits() {
-      w_.flush(false);
-      if (!w_.fits(mass_)) return false;  // wait for acknowledgements
-      apply();
-      return true;
-    }
-    void apply() {
-      applied_ = true;
-      apply_();
-      w_.oplog_mass_[shard_] += mass_;  // acknowledged with that shard's next flush
-      w_.oplog_total_ += mass_;
-      ++w_.oplog_incs_[shard_];
-      ++w_.unacked_incs_;
-      w_.stats_.max_unacked_mass = std::max(w_.stats_.max_unacked_mass, w_.unacked_mass());
-      // An increment larger than the whole bound cannot wait its way under it: send it alone. And
-      // while another coroutine of this worker waits in `inc` for acknowledgements, whatever is
-      // added meanwhile is sent at once, or that wait could outlast every acknowledgement.
-      if (w_.unacked_mass() > w_.bound_ || w_.inc_waiters_ > 0) w_.flush(false);
-    }
-    worker& w_;
-    double mass_;
-    node_id shard_;
-    Apply apply_;
-    bool applied_ = false;
-    bool suspended_ = false;
-  };
+  class [[nodiscard]] inc_awaiter;  // runtime/detail/worker_awaiters.hpp
 
   /// Adds `v` to column `c` of row `r`. Visible to this worker's reads at once (read-my-writes).
   /// A column outside the table's width is a `strata::error` naming table, row, column and width.
@@ -448,41 +238,7 @@ class worker : public actor {
   // shard 0 over the run's transport: no sleeps, no polling.
 
   template <class T>
-  class [[nodiscard]] gather_awaiter {
-   public:
-    gather_awaiter(worker& w, const T& x) : w_(w) {
-      round_ = ++w_.round_;
-      wire::gather g;
-      g.from = w_.id_;
-      g.round = round_;
-      wire::encode_value(x, g.payload.bytes);
-      if (g.payload.bytes.size() > w_.max_message())
-        throw error(errc::frame_too_large, "all_gather: worker " + std::to_string(w_.id_) + "'s value of " +
-                                               std::to_string(g.payload.bytes.size()) + " bytes exceeds the limit of " +
-                                               std::to_string(w_.max_message()) + " bytes");
-      w_.send_raw(w_.wm_.shard(0), std::move(g));
-    }
-    bool await_ready() const { return w_.gathered_.count(round_) > 0; }
-    void await_suspend(std::coroutine_handle<> h) {
-      w_.suspend(h, [this] { return w_.gathered_.count(round_) > 0; });
-    }
-    std::vector<T> await_resume() {
-      auto node = w_.gathered_.extract(round_);
-      std::vector<T> out(node.mapped().size());
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        try {
-          wire::decode_value(node.mapped()[i].bytes, out[i]);
-        } catch (const std::exception& e) {
-          throw error(errc::bad_frame, "all_gather: worker " + std::to_string(i) + "'s value does not decode: " + e.what());
-        }
-      }
-      return out;
-    }
-
-   private:
-    worker& w_;
-    std::uint64_t round_ = 0;
-  };
+  class [[nodiscard]] gather_awaiter;  // runtime/detail/worker_awaiters.hpp
   /// Every worker's `x` (any cereal-serialisable, default-constructible type), indexed by worker id,
   /// on every worker.
   template <class T>
@@ -505,28 +261,12 @@ class worker : public actor {
   /// after its own, as always: a barrier does not complete a clock, so increments of the current
   /// clock stay in the oplog until the next `clock()` (at the end of a run, after the last clock,
   /// there are none).
-  task<> barrier() {
-    if (!mp_.exact) {
-      flush(false);
-      if (!all_acked()) co_await until([this] { return all_acked(); });
-    }
-    (void)co_await all_gather(std::uint8_t{0});
-    for (auto& t : tables_) t->invalidate();
-  }
+  task<> barrier();  // defined with the awaiters (runtime/detail/worker_awaiters.hpp)
 
   /// Runs another coroutine on this worker's thread, beside the program (it shares the worker's
   /// cache, oplog and clock). The worker finishes only after every spawned coroutine has; an
   /// exception from one is reported like the program's own.
-  void spawn(task<> t) {
-    auto owned = std::make_unique<task<>>(std::move(t));
-    auto* p = owned.get();
-    spawned_.push_back(std::move(owned));
-    ++live_;
-    p->start([this](std::exception_ptr e) {
-      if (e && !spawn_error_) spawn_error_ = e;
-      if (--live_ == 0 && deferred_finish_) std::exchange(deferred_finish_, {})();
-    });
-  }
+  STRATA_DECL void spawn(task<> t);
 
   /// Reads the server's current value of row `r`, bypassing (and refreshing) the cache, without
   /// counting a read: for reading a finished run's model from any process.
@@ -557,42 +297,7 @@ class worker : public actor {
   }
 
   /// Handles a message delivered to this worker, then resumes coroutines whose wait is over.
-  void on_message(endpoint src, wire::message&& m) {
-    if (auto* a = std::get_if<wire::app>(&m)) return deliver_app(src, std::move(*a));
-    if (auto* g = std::get_if<wire::gathered>(&m)) {
-      if (g->parts.size() != wm_.workers()) throw error(errc::bad_frame, "collective result with a wrong number of parts");
-      gathered_[g->round] = std::move(g->parts);
-      return wake();
-    }
-    auto* rows = std::get_if<wire::rows>(&m);
-    if (!rows) throw error(errc::bad_frame, "worker " + std::to_string(id_) + " got a message meant for a shard");
-    const node_id s = rows->shard;
-    if (s >= wm_.nodes) throw error(errc::bad_frame, "rows from unknown shard");
-    auto& q = inflight_mass_[s];
-    while (!q.empty() && q.front().seq <= rows->acked_seq) {
-      inflight_total_ -= q.front().mass;
-      unacked_incs_ -= q.front().incs;
-      q.pop_front();
-    }
-    if (q.empty() && all_acked()) inflight_total_ = 0;  // exact: nothing in flight holds no mass
-    for (auto& t : tables_) t->ack(s, rows->acked_seq);
-    if (!rows->writers.empty() && rows->writers.size() != wm_.workers())
-      throw error(errc::bad_frame, "rows from shard " + std::to_string(s) + " carry " + std::to_string(rows->writers.size()) +
-                                       " writer clocks for " + std::to_string(wm_.workers()) + " workers");
-    const std::uint32_t view = rows->count > 0 || rows->push ? view_of(s, *rows) : 0;
-    byte_reader in(rows->payload.bytes);
-    for (std::uint32_t i = 0; i < rows->count; ++i) {
-      const auto t = in.get<table_id>();
-      const auto r = in.get<row_id>();
-      if (t >= tables_.size()) throw error(errc::bad_frame, "rows name unknown table");
-      tables_[t]->on_row(s, r, in, rows->reflects, rows->push, view, taking_inline());
-    }
-    if (rows->push) {
-      push_reflects_[s] = std::max(push_reflects_[s], rows->reflects);
-      push_view_[s] = std::max(push_view_[s], view);
-    }
-    wake();
-  }
+  STRATA_DECL void on_message(endpoint src, wire::message&& m);
 
   /// The first exception thrown by a spawned coroutine, if any.
   std::exception_ptr spawn_error() const noexcept { return spawn_error_; }
@@ -600,16 +305,7 @@ class worker : public actor {
   /// After the worker's program (and every spawned coroutine) returns: flush the rest, tell the
   /// shards it is done, and call `done` once every flush is acknowledged (then its updates are in
   /// the servers' rows).
-  void finish(std::function<void()> done) {
-    if (live_ > 0) {
-      deferred_finish_ = [this, done = std::move(done)]() mutable { finish(std::move(done)); };
-      return;
-    }
-    flush(true, true);
-    finish_done_ = std::move(done);
-    if (all_acked()) return std::exchange(finish_done_, {})();
-    finish_started_ = clock_now();
-  }
+  STRATA_DECL void finish(std::function<void()> done);
 
   /// The consistency model of the next run (system::set_staleness); call between runs, on the
   /// worker's thread. Only the staleness bounds may differ from the current model.
@@ -617,30 +313,7 @@ class worker : public actor {
 
   /// Makes the worker new for another run of the same system: clock 0, empty cache, logs and
   /// statistics (the shards are reset alongside). Call between runs, on the worker's thread.
-  void reset() {
-    clock_ = 0;
-    for (auto& t : tables_) t->reset();
-    std::fill(seq_.begin(), seq_.end(), 0);
-    std::fill(push_reflects_.begin(), push_reflects_.end(), no_clock);
-    clear_views();
-    for (auto& q : inflight_mass_) q.clear();
-    std::fill(oplog_mass_.begin(), oplog_mass_.end(), 0.0);
-    std::fill(oplog_incs_.begin(), oplog_incs_.end(), 0);
-    unacked_incs_ = 0;
-    inflight_total_ = oplog_total_ = 0;
-    inc_waiters_ = 0;
-    round_ = 0;
-    gathered_.clear();
-    spawned_.clear();
-    live_ = 0;
-    deferred_finish_ = {};
-    spawn_error_ = {};
-    finish_done_ = {};
-    stats_ = {};
-    unrecorded_wait_ = 0;
-    reset_wait();
-    clear_inbox();
-  }
+  STRATA_DECL void reset();
 
   /// Runtime side: write a checkpoint file for this worker every `every` clocks into `dir`.
   void enable_checkpoints(std::string dir, clock_type every, ckpt::digest sig) {
@@ -706,106 +379,24 @@ class worker : public actor {
 
   /// The per-writer clocks of a rows message from shard s, as a view number: the shard's last view
   /// when they are the same (they only grow, message after message), else a new one.
-  std::uint32_t view_of(node_id s, const wire::rows& m) {
-    const std::size_t P = wm_.workers();
-    auto at = [&](std::size_t q) { return m.writers.empty() ? m.reflects : m.writers[q]; };
-    if (const std::uint32_t last = last_view_[s]) {
-      const clock_type* b = &view_clocks_[std::size_t{last} * P];
-      std::size_t q = 0;
-      while (q < P && b[q] == at(q)) ++q;
-      if (q == P) return last;
-    }
-    const auto id = static_cast<std::uint32_t>(view_reads_.size());
-    view_reads_.push_back(0);
-    for (std::size_t q = 0; q < P; ++q) view_clocks_.push_back(at(q));
-    return last_view_[s] = id;
-  }
+  STRATA_DECL std::uint32_t view_of(node_id s, const wire::rows& m);
   /// Expands the reads counted since the last call into `writer_staleness`: for each view read n
   /// times at clock c, n reads of (c - 1) - clock of q, for every other worker q not finished.
-  void settle_reads() const {
-    const std::size_t P = wm_.workers();
-    for (const std::uint32_t v : touched_) {
-      const std::uint64_t n = std::exchange(view_reads_[v], 0);
-      if (v == 0) continue;  // rows without writer clocks (none reach a counted read today)
-      const clock_type* b = &view_clocks_[std::size_t{v} * P];
-      for (std::size_t q = 0; q < P; ++q)
-        if (q != id_ && b[q] != finished_clock) stats_.writer_staleness.add((clock_ - 1) - b[q], n);
-    }
-    touched_.clear();
-  }
+  STRATA_DECL void settle_reads() const;
   /// Drops the views that nothing refers to any more (no cached row, no shard's latest view or
   /// push, no read of this clock), keeping the order of the rest (reads compare view numbers).
   /// Without it a long run keeps one view per shard and clock, P clocks each: memory that grows
   /// with the run (found by benchmarks/soak_test.sh). Runs when the views have doubled since the
   /// last compaction, so its cost (a pass over the cached rows) is spread over as many new views.
-  void compact_views() {
-    const std::size_t n = view_reads_.size();
-    if (n < std::max<std::size_t>(min_views_to_compact, 2 * live_views_)) return;
-    const std::size_t P = wm_.workers();
-    std::vector<std::uint32_t> map(n, 0);
-    std::vector<bool> live(n, false);
-    live[0] = true;
-    auto mark = [&](std::uint32_t& v) { live[v] = true; };
-    for (auto& t : tables_) t->for_each_view(mark);
-    for (auto& v : last_view_) mark(v);
-    for (auto& v : push_view_) mark(v);
-    for (auto& v : touched_) mark(v);
-    std::uint32_t next = 0;
-    for (std::size_t v = 0; v < n; ++v) {
-      if (!live[v]) continue;
-      if (next != v) {
-        std::copy_n(view_clocks_.begin() + static_cast<std::ptrdiff_t>(v * P), P, view_clocks_.begin() + static_cast<std::ptrdiff_t>(std::size_t{next} * P));
-        view_reads_[next] = view_reads_[v];
-      }
-      map[v] = next++;
-    }
-    view_clocks_.resize(std::size_t{next} * P);  // the capacity stays: the next views reuse it
-    view_reads_.resize(next);
-    auto renumber = [&](std::uint32_t& v) { v = map[v]; };
-    for (auto& t : tables_) t->for_each_view(renumber);
-    for (auto& v : last_view_) renumber(v);
-    for (auto& v : push_view_) renumber(v);
-    for (auto& v : touched_) renumber(v);
-    live_views_ = next;
-  }
-  void clear_views() {
-    live_views_ = 0;
-    touched_.clear();
-    view_reads_.assign(1, 0);
-    view_clocks_.assign(wm_.workers(), no_clock);
-    last_view_.assign(wm_.nodes, 0);
-    push_view_.assign(wm_.nodes, 0);
-  }
+  STRATA_DECL void compact_views();
+  STRATA_DECL void clear_views();
 
-  /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
   /// Writes this worker's checkpoint of clock m (runtime/impl/worker.ipp: the checkpoint files'
   /// code stays out of the files that only use a worker).
   STRATA_DECL void write_checkpoint(clock_type m);
 
-  void flush(bool advance_clock, bool done = false) {
-    const clock_type tag = clock_;
-    if (advance_clock) settle_reads(), compact_views(), ++clock_;
-    for (node_id s = 0; s < wm_.nodes; ++s) {
-      wire::flush f;
-      f.from = id_;
-      f.tag = tag;
-      f.new_clock = clock_;
-      f.done = done;
-      byte_writer w(f.payload.bytes);
-      const std::uint64_t seq = seq_[s] + 1;
-      for (auto& t : tables_) f.count += t->flush_to(s, seq, w);
-      if (f.count == 0 && !advance_clock && !done) continue;
-      f.seq = seq_[s] = seq;
-      // The mass of the increments to this shard is un-propagated until this flush is acknowledged.
-      inflight_mass_[s].push_back({seq, oplog_mass_[s], oplog_incs_[s]});
-      inflight_total_ += oplog_mass_[s];
-      oplog_mass_[s] = 0;
-      oplog_incs_[s] = 0;
-      ++stats_.flushes;
-      send_raw(endpoint{s, 0}, std::move(f));
-    }
-    oplog_total_ = 0;  // every shard's oplog went out (a skipped shard had none): exactly nothing left
-  }
+  /// Sends one flush to every shard (a clock flush also to shards with no rows for the clock).
+  STRATA_DECL void flush(bool advance_clock, bool done = false);
 
   /// Parks the calling coroutine until `ready()` holds.
   struct until_awaiter {
@@ -818,15 +409,7 @@ class worker : public actor {
   until_awaiter until(std::function<bool()> ready) { return {*this, std::move(ready)}; }
 
   bool wake_has_work() const noexcept override { return finish_done_ != nullptr || inc_waiters_ > 0; }
-  void after_wake() override {
-    // A coroutine still waits in inc: what others added meanwhile must be on its way, or no
-    // acknowledgement would ever wake it.
-    if (inc_waiters_ > 0 && unacked_incs_ > 0 && all_acked()) flush(false);
-    if (finish_done_ && all_acked()) {
-      add_wait(clock_now() - finish_started_);
-      std::exchange(finish_done_, {})();
-    }
-  }
+  STRATA_DECL void after_wake() override;
 
   worker_id id_;
   worker_map wm_;
@@ -885,6 +468,8 @@ class worker : public actor {
 
 }  // namespace strata
 
+#include <strata/runtime/detail/worker_awaiters.hpp>
+
 #if STRATA_HEADER_ONLY
-#include "impl/worker.ipp"
+#include <strata/runtime/impl/worker.ipp>
 #endif

@@ -21,12 +21,12 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
-#include "../../core/affinity.hpp"
-#include "../../core/huge_pages.hpp"
-#include "../checkpoint.hpp"
-#include "../detail/party_access.hpp"
-#include "../server.hpp"
-#include "../system.hpp"
+#include <strata/core/affinity.hpp>
+#include <strata/core/huge_pages.hpp>
+#include <strata/runtime/checkpoint.hpp>
+#include <strata/runtime/detail/party_access.hpp>
+#include <strata/runtime/server.hpp>
+#include <strata/runtime/system.hpp>
 
 namespace strata {
 namespace detail {
@@ -218,7 +218,7 @@ class system_impl {
       lock_briefly_yielding(lk);
       const bool outer = std::exchange(may_call_shard(), false);
       if (local_call) inline_target() = this_party();
-      guarded([&] { s.shard->on_message(src, std::move(m)); });
+      guarded([&] { party_access::on_message(*s.shard, src, std::move(m)); });
       inline_target() = nullptr;
       finished = s.shard->min_clock() == server_shard::finished;
       may_call_shard() = outer;
@@ -351,7 +351,7 @@ class system_impl {
     const bool clear = std::exchange(clear_tables_, false);
     if (std::exchange(model_changed_, false))
       for (auto& ws : workers_) on_thread(ws->ctx, [&] { party_access::set_model(*ws->p, mp_); return 0; });
-    for (auto& s : servers_) on_shard_thread(*s, [&] { s->shard->reset(clear); return 0; });
+    for (auto& s : servers_) on_shard_thread(*s, [&] { party_access::reset(*s->shard, clear); return 0; });
     for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
     if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
     for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
@@ -361,7 +361,7 @@ class system_impl {
       const auto seen = progress_;
       lk.unlock();
       bool all = true;
-      for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return s->shard->started_run() >= runs_ - 1; });
+      for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return party_access::started_run(*s->shard) >= runs_ - 1; });
       lk.lock();
       if (all || error_) break;
       cv_.wait(lk, [&] { return progress_ != seen || error_; });
@@ -456,7 +456,7 @@ class system_impl {
       std::filesystem::create_directories(cc.dir);
       for (auto& s : servers_) ckpt_locks_.push_back(std::make_unique<ckpt::folder_lock>(cc.dir, s->node));
       ckpt::check_folder_run(cc.dir, sig);
-      for (auto& s : servers_) s->shard->enable_checkpoints(cc.dir, cc.every, sig, cc.keep);
+      for (auto& s : servers_) party_access::enable_checkpoints(*s->shard, std::filesystem::path(cc.dir), cc.every, sig, cc.keep);
       for (auto& ws : workers_) party_access::enable_checkpoints(*ws->p, cc.dir, cc.every, sig);
     } else if (cc.every < 0) {
       throw error(errc::bad_input, "checkpoint.every must be >= 0");
@@ -465,7 +465,7 @@ class system_impl {
     const clock_type m = resumed()->clock;
     for (auto& s : servers_) {
       const auto f = ckpt::shard_file(cc.resume, m, s->node);
-      s->shard->restore(m, ckpt::unseal(f, ckpt::kind::shard, s->node, m, sig), f.string());
+      party_access::restore(*s->shard, m, ckpt::unseal(f, ckpt::kind::shard, s->node, m, sig), f.string());
     }
     for (auto& ws : workers_) {
       const auto id = ws->p->id();
@@ -576,7 +576,7 @@ class system_impl {
     for (auto& s : servers_)
       asio::post(s->ctx, [&, s = s.get()] {
         std::unique_lock lk(s->mu);
-        const bool good = s->shard->runs_finished() >= runs_ && s->shard->checkpoints_settled();
+        const bool good = party_access::runs_finished(*s->shard) >= runs_ && party_access::checkpoints_settled(*s->shard);
         lk.unlock();
         note(good);
       });

@@ -1,0 +1,169 @@
+#pragma once
+/// \file LDA's Metropolis–Hastings token sampler with O(1) proposals (LightLDA / WarpLDA style;
+/// ml/lda.hpp): the words' alias-table proposals and `mh_lda_sampler`.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <strata/core/error.hpp>
+#include <strata/ml/alias_table.hpp>
+#include <strata/ml/lda_loglik.hpp>
+
+namespace strata::ml {
+
+// ---------------------------------------------------------------------------------------------
+// Metropolis–Hastings sampler.
+//
+// A Metropolis–Hastings token sampler for LDA in the manner of LightLDA (Yuan et al., WWW
+// 2015) and WarpLDA (Chen et al., VLDB 2016): instead of the exact full conditional
+//   p(k) ∝ (n_dk + α)(n_wk + β) / (n_k + Vβ)            (counts without the token)
+// it alternates two cheap proposals and accepts each with the MH ratio of the current counts:
+//  - doc proposal q_d(k) ∝ n_dk + α (counts with the token): a random token of the document (its
+//    topic) with probability n_d / (n_d + Kα), else a uniform topic. O(1), no table.
+//  - word proposal q_w(k) ∝ n̂_wk + β, where n̂ is a snapshot of the word's row (possibly stale):
+//    an alias table over its non-zero counts with probability n̂_w / (n̂_w + Kβ), else a uniform
+//    topic. O(1) per draw once the table is built (O(nnz) per word, once per sweep).
+// A proposal t from state s is accepted with probability min(1, p(t) q(s) / (p(s) q(t))), q being
+// the proposal that drew t; with both proposals' q computed from the very values they sampled
+// from, each step leaves p invariant, so the chain is exact in the limit and close after a few
+// steps (`steps` doc+word pairs per token). Every count move is the same as the exact sampler's
+// (one token out of its old topic, into its new one), so the count invariants are unaffected.
+// ---------------------------------------------------------------------------------------------
+/// A word's proposal for mh_lda_sampler: its snapshot counts n̂_wk (dense, K) and an alias table
+/// over their positive values (entries name topics), with their sum n̂_w.
+struct lda_word_proposal {
+  std::span<const alias_entry> alias;  ///< over the topics with n̂_wk > 0 (empty when none)
+  std::span<const lda_count> snapshot; ///< n̂_wk for every topic (K)
+  double mass = 0;                     ///< Σ_k max(n̂_wk, 0)
+};
+
+/// Builds a word's proposal from its snapshot counts (dense, K; negative stale counts read as 0):
+/// the alias entries go to the end of `pool` (they are `pool[offset, offset + size)` for the
+/// returned {offset, size}); `weights`, `ids` and `scratch` are reused buffers. Returns the mass too.
+struct lda_alias_slice {
+  std::size_t offset = 0, size = 0;
+  double mass = 0;
+};
+inline lda_alias_slice build_word_alias(std::span<const lda_count> snapshot, std::vector<alias_entry>& pool, std::vector<double>& weights,
+                                        std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
+  weights.clear();
+  ids.clear();
+  for (std::size_t k = 0; k < snapshot.size(); ++k)
+    if (snapshot[k] > 0) {
+      weights.push_back(static_cast<double>(snapshot[k]));
+      ids.push_back(static_cast<std::uint32_t>(k));
+    }
+  lda_alias_slice s{pool.size(), weights.size(), 0.0};
+  if (weights.empty()) return s;
+  pool.resize(pool.size() + weights.size());
+  s.mass = build_alias(weights, ids, std::span<alias_entry>(pool).subspan(s.offset, s.size), scratch);
+  return s;
+}
+
+/// The MH sampler (see the comment above). Like sparse_lda_sampler it keeps its own copy of the
+/// topic totals (the worker's view: a server value plus its own moves) and edits the bound
+/// document's counts in place; the word's current counts (dense, K) belong to the caller, and
+/// the sampler moves the token in them too.
+class mh_lda_sampler {
+ public:
+  /// `steps`: doc+word proposal pairs per token (at least 1).
+  mh_lda_sampler(const lda_params& p, std::uint32_t steps) : p_(p), steps_(steps), nk_(p.num_topics, 0), inv_(p.num_topics, 0.0) {
+    if (p.num_topics == 0 || p.vocab_size == 0 || !(p.alpha > 0) || !(p.beta > 0))
+      throw strata::error(errc::bad_input, "mh_lda_sampler: need K > 0, V > 0, alpha > 0, beta > 0");
+    if (steps == 0) throw strata::error(errc::bad_input, "mh_lda_sampler: need at least 1 MH step per token");
+    set_inverse();
+  }
+
+  /// Replaces the topic totals (e.g. with a fresh server row at a clock); O(K).
+  void set_topic_totals(std::span<const lda_count> totals) {
+    if (totals.size() < p_.num_topics) throw strata::error(errc::bad_input, "mh_lda_sampler: topic totals shorter than K");
+    std::copy_n(totals.begin(), p_.num_topics, nk_.begin());
+    set_inverse();
+  }
+  /// The sampler's current view of the topic totals n_k.
+  std::span<const lda_count> topic_totals() const noexcept { return nk_; }
+
+  /// Binds a document: its topic counts (edited in place by resample) and its tokens' topics
+  /// (read by the doc proposal; the caller stores each token's new topic after resample).
+  void begin_document(std::span<lda_count> doc_topic, std::span<const std::uint32_t> doc_z) noexcept {
+    doc_ = doc_topic;
+    z_ = doc_z;
+  }
+
+  /// Resamples one token of the bound document currently assigned `old` (its entry in doc_z
+  /// still says `old`); `word_row` is the word's current counts (dense, K, INCLUDING the token).
+  /// Moves the token in the document, the totals and `word_row`, and returns its new topic.
+  template <class URBG>
+  std::uint32_t resample(std::uint32_t old, std::span<lda_count> word_row, const lda_word_proposal& wp, URBG& rng) {
+    const std::uint32_t K = p_.num_topics;
+    const double alpha = p_.alpha, beta = p_.beta, v_beta = p_.vocab_size * p_.beta;
+    lda_count* nd = doc_.data();
+    lda_count* nw = word_row.data();
+    lda_count* nk = nk_.data();
+    double* inv = inv_.data();
+    --nd[old], --nw[old], --nk[old];
+    inv[old] = 1 / (c0(nk[old]) + v_beta);
+    // The target's unnormalised weight with the token removed (stale negatives read as 0).
+    auto target = [&](std::uint32_t k) { return (c0(nd[k]) + alpha) * (c0(nw[k]) + beta) * inv[k]; };
+    const double n_d = static_cast<double>(z_.size()), doc_mass = n_d + K * alpha;
+    const double word_mass = wp.mass + K * beta;
+    std::uint32_t s = old;
+    double ps = target(s);
+    for (std::uint32_t step = 0; step < steps_; ++step) {
+      {  // doc proposal: q_d(k) = n_dk (with the token) + α
+        const std::uint64_t r = rng();
+        const double u = hi(r) * doc_mass;
+        const std::uint32_t t = u < n_d ? z_[std::min(static_cast<std::size_t>(u), z_.size() - 1)]
+                                        : std::min(static_cast<std::uint32_t>((u - n_d) / alpha), K - 1);
+        if (t != s) {
+          const double pt = target(t);
+          const double qs = c0(nd[s]) + (s == old ? 1 : 0) + alpha, qt = c0(nd[t]) + (t == old ? 1 : 0) + alpha;
+          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt;
+        }
+      }
+      {  // word proposal: q_w(k) = n̂_wk + β
+        const std::uint64_t r = rng();
+        const double u = hi(r) * word_mass;
+        std::uint32_t t;
+        if (u < wp.mass) {  // the alias part: u / mass is uniform in [0, 1) again
+          const double x = u / wp.mass * static_cast<double>(wp.alias.size());
+          const std::size_t j = std::min(static_cast<std::size_t>(x), wp.alias.size() - 1);
+          t = x - static_cast<double>(j) < wp.alias[j].prob ? wp.alias[j].keep : wp.alias[j].other;
+        } else {
+          t = std::min(static_cast<std::uint32_t>((u - wp.mass) / beta), K - 1);
+        }
+        if (t != s) {
+          const double pt = target(t);
+          const double qs = c0(wp.snapshot[s]) + beta, qt = c0(wp.snapshot[t]) + beta;
+          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt;
+        }
+      }
+    }
+    ++nd[s], ++nw[s], ++nk[s];
+    inv[s] = 1 / (c0(nk[s]) + v_beta);
+    return s;
+  }
+
+  const lda_params& params() const noexcept { return p_; }
+  std::uint32_t steps() const noexcept { return steps_; }
+
+ private:
+  static double c0(lda_count n) noexcept { return n > 0 ? static_cast<double>(n) : 0.0; }
+  void set_inverse() {
+    for (std::uint32_t k = 0; k < p_.num_topics; ++k) inv_[k] = 1 / (c0(nk_[k]) + p_.vocab_size * p_.beta);
+  }
+  static double hi(std::uint64_t r) noexcept { return static_cast<double>(r >> 32) * 0x1.0p-32; }
+  static double lo(std::uint64_t r) noexcept { return static_cast<double>(r & 0xffffffffu) * 0x1.0p-32; }
+
+  lda_params p_;
+  std::uint32_t steps_;
+  std::vector<lda_count> nk_;
+  std::vector<double> inv_;  // 1 / (n_k + Vβ), kept with nk_
+  std::span<lda_count> doc_;
+  std::span<const std::uint32_t> z_;
+};
+
+}  // namespace strata::ml

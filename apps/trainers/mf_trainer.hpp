@@ -52,7 +52,7 @@
 #include <strata/ml/mf.hpp>
 #include <strata/ml/mf_model.hpp>
 #include <strata/ml/partition.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/table/dense_row.hpp>
 

@@ -53,7 +53,7 @@
 #include <strata/ml/lda.hpp>
 #include <strata/ml/lda_model.hpp>
 #include <strata/ml/partition.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/table/dense_row.hpp>
 #include <strata/table/sparse_row.hpp>

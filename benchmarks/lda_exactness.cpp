@@ -13,8 +13,8 @@
 //   strata_lda_exactness --max-docs 2158 --topics 20 --sweeps 300 --seeds 4
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda.hpp>
-#include <strata/ml/trainers/lda_rotation.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
+#include <trainers/lda_rotation.hpp>
+#include <trainers/lda_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <CLI/CLI.hpp>

@@ -1,5 +1,6 @@
 # Header self-containment check, in two parts, both run by the ctest `header_check`:
-#  1. every public header include/strata/**/*.hpp (and the runtime's impl/*.ipp) compiles on its own:
+#  1. every public header include/strata/**/*.hpp (and the runtime's impl/*.ipp), and every header of
+#     the training programs, apps/trainers/**/*.hpp (included as <trainers/...>), compiles on its own:
 #     one generated .cpp per header that includes only it, twice (its include guard), checked with
 #     `-fsyntax-only` and strata's warnings as errors: a parse, no code generated;
 #  2. every header in one translation unit (headers that clash with each other fail to compile
@@ -22,8 +23,12 @@ function(strata_add_header_check)
     return()
   endif()
   set(inc_dir ${PROJECT_SOURCE_DIR}/include)
+  set(apps_dir ${PROJECT_SOURCE_DIR}/apps)
   file(GLOB_RECURSE headers CONFIGURE_DEPENDS RELATIVE ${inc_dir} ${inc_dir}/strata/*.hpp ${inc_dir}/strata/*.ipp)
+  file(GLOB_RECURSE app_headers CONFIGURE_DEPENDS RELATIVE ${apps_dir} ${apps_dir}/trainers/*.hpp)
   list(SORT headers)
+  list(SORT app_headers)
+  list(APPEND headers ${app_headers})
   set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/header_check)
   set(all_content "")
   foreach(h IN LISTS headers)
@@ -34,8 +39,9 @@ function(strata_add_header_check)
   file(CONFIGURE OUTPUT ${gen_dir}/all.cpp CONTENT "${all_content}")
   file(CONFIGURE OUTPUT ${gen_dir}/main.cpp CONTENT "#include \"all.cpp\"\n")
 
-  # The flags of a strata user: strata's include folder, Asio's definitions, C++20, strata's warnings.
-  set(flags -std=c++20 -I${inc_dir} -DASIO_STANDALONE -DASIO_NO_DEPRECATED -Wall -Wextra -Wpedantic -Werror)
+  # The flags of a strata user: strata's include folder (and apps/ for the trainers), Asio's
+  # definitions, C++20, strata's warnings.
+  set(flags -std=c++20 -I${inc_dir} -I${apps_dir} -DASIO_STANDALONE -DASIO_NO_DEPRECATED -Wall -Wextra -Wpedantic -Werror)
   set(stamps "")
   set(sources "")
   foreach(h IN LISTS headers)
@@ -53,7 +59,7 @@ function(strata_add_header_check)
     list(APPEND stamps ${gen_dir}/${id}.stamp)
   endforeach()
   # Drop generated files of headers that were removed or renamed since the last configure.
-  file(GLOB stale ${gen_dir}/strata_*.cpp)
+  file(GLOB stale ${gen_dir}/strata_*.cpp ${gen_dir}/trainers_*.cpp)
   list(REMOVE_ITEM stale ${sources})
   if(stale)
     file(REMOVE ${stale})
@@ -72,6 +78,7 @@ function(strata_add_header_check)
   # would be defined again by every file that includes it; nm lists none, or the check fails.
   add_library(strata_header_check_odr OBJECT EXCLUDE_FROM_ALL ${gen_dir}/main.cpp)
   target_link_libraries(strata_header_check_odr PRIVATE strata::strata strata_project_flags)
+  target_include_directories(strata_header_check_odr PRIVATE ${apps_dir})
   target_compile_options(strata_header_check_odr PRIVATE -O0 -g0)
   add_custom_target(strata_header_check
     COMMAND ${CMAKE_COMMAND} -DNM=${CMAKE_NM} "-DOBJECTS=$<TARGET_OBJECTS:strata_header_check_odr>"

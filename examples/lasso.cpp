@@ -1,4 +1,4 @@
-// strata_lasso: Lasso by STRADS parallel coordinate descent (include/strata/ml/trainers/lasso_trainer.hpp):
+// strata_lasso: Lasso by STRADS parallel coordinate descent (apps/trainers/lasso_trainer.hpp):
 // the coordinator schedules coefficients, the workers push partial sums over their rows, the
 // coordinator pulls and applies the exact coordinate steps. F(β) = 1/(2n)‖y − Xβ‖² + λ‖β‖₁.
 //
@@ -15,7 +15,7 @@
 #include <strata/core/atomic_file.hpp>
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/lasso.hpp>
-#include <strata/ml/trainers/lasso_trainer.hpp>
+#include <trainers/lasso_trainer.hpp>
 #include <strata/sched/schedulers.hpp>
 
 #include "common/cli.hpp"

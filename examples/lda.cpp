@@ -1,12 +1,12 @@
 // strata_lda: data-parallel collapsed Gibbs LDA on the parameter server (see
-// include/strata/ml/trainers/lda_trainer.hpp). Trains on the SpamAssassin corpus as
+// apps/trainers/lda_trainer.hpp). Trains on the SpamAssassin corpus as
 // scripts/fetch_data.sh caches it (docword.spam.txt, UCI bag-of-words), reports the joint
 // log-likelihood per iteration, and exits non-zero (status 4) if the count invariants
 // Σ_k n_dk = n_d, Σ_w n_wk = n_k do not hold at the end. With --vocab (vocab.spam.txt) it prints
 // each topic's top words; --save writes the word-topic counts (include/strata/ml/lda_model.hpp),
 // which --load --iterations 0 reads back to print their log p(w | z) and top words (the topic
 // assignments are not saved, so a chain cannot resume from them). --mode rotation trains by
-// STRADS word rotation instead (include/strata/ml/trainers/lda_rotation.hpp: model-parallel, no
+// STRADS word rotation instead (apps/trainers/lda_rotation.hpp: model-parallel, no
 // table; --consistency does not matter there).
 //
 //   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20 --vocab ~/.cache/strata/vocab.spam.txt
@@ -19,8 +19,8 @@
 #include <strata/core/trace.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/lda_model.hpp>
-#include <strata/ml/trainers/lda_rotation.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
+#include <trainers/lda_rotation.hpp>
+#include <trainers/lda_trainer.hpp>
 
 #include "common/cli.hpp"
 #include "common/metrics.hpp"

@@ -1,10 +1,10 @@
 // strata_mf: data-parallel SGD matrix factorisation on the parameter server (see
-// include/strata/ml/trainers/mf_trainer.hpp for the algorithm). Trains on MovieLens small as
+// apps/trainers/mf_trainer.hpp for the algorithm). Trains on MovieLens small as
 // scripts/fetch_data.sh caches it (ratings.train.txt / ratings.test.txt, a fixed 90/10 split)
 // and reports test RMSE per iteration. The model file format is in include/strata/ml/mf_model.hpp.
 // --mode rotation runs the same SGD by DSGD-style block rotation (workers own disjoint item groups
 // each clock and rotate them: P clocks per epoch; see mf_trainer.hpp).
-// --mode ccd trains by STRADS coordinate descent instead (CCD++, include/strata/ml/trainers/mf_ccd.hpp:
+// --mode ccd trains by STRADS coordinate descent instead (CCD++, apps/trainers/mf_ccd.hpp:
 // --iterations are passes over every column, --inner rounds per column; no table, so --consistency
 // does not matter; --lr, --decay, --block, --save, --load, --predict do not apply).
 //
@@ -22,9 +22,9 @@
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf_model.hpp>
 #include <strata/cost/adaptive.hpp>
-#include <strata/ml/trainers/adaptive.hpp>
-#include <strata/ml/trainers/mf_ccd.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/adaptive.hpp>
+#include <trainers/mf_ccd.hpp>
+#include <trainers/mf_trainer.hpp>
 
 #include "common/cli.hpp"
 #include "common/metrics.hpp"

@@ -11,7 +11,7 @@
 //   strata_plan --trainer lda --data ~/.cache/strata/docword.spam.txt --max-docs 2000 --budget 40
 //   strata_plan --trainer lasso --data ~/.cache/strata/spam.libsvm --lambda-fraction 0.01 --budget 30
 //
-// Lasso (STRADS rounds, ml/trainers/lasso_trainer.hpp): the consistency models do not apply, so
+// Lasso (STRADS rounds, apps/trainers/lasso_trainer.hpp): the consistency models do not apply, so
 // every configuration is "bsp" and the plan is over data fractions and worker counts. One
 // iteration is one evaluation of the trace, --evaluate-every rounds (their time includes the
 // evaluation's pass over the data). A data fraction is a fixed random subset of the rows, its
@@ -30,9 +30,9 @@
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/lasso.hpp>
-#include <strata/ml/trainers/lasso_trainer.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/lasso_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/mf_trainer.hpp>
 
 #include "common/cli.hpp"
 #include "common/lasso_scheduler.hpp"

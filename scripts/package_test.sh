@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packaging checks (run by .ci/run after scripts/test.sh), each in a fresh temporary directory:
 #   1. cmake-install: configure strata with tests off in the compiled mode (STRATA_HEADER_ONLY=OFF),
-#      `cmake --install` into a temporary prefix, then build and run tests/package/cmake (copied out
+#      `cmake --install` into a temporary prefix (which must hold no trainers: apps/ is not installed), then build and run tests/package/cmake (copied out
 #      of the source tree) against that prefix only, twice: linking strata::strata (header-only)
 #      and strata::runtime (the installed library, STRATA_SEPARATE_COMPILATION).
 #   2. meson-subproject: build and run tests/package/meson with strata as a Meson subproject, header-only
@@ -32,6 +32,10 @@ cmake_install() {
   cmake --build "$build" &&
   cmake --install "$build" || return 1
   ls "$prefix"/lib*/libstrata_runtime.a "$prefix"/include/strata/runtime/impl/system.ipp || return 1
+  # The training programs (apps/trainers) are applications over the library: not installed.
+  if [ -n "$(find "$prefix" -path '*trainers*' -print -quit)" ]; then
+    echo "the install holds the trainers: $(find "$prefix" -path '*trainers*' -print -quit)"; return 1
+  fi
   cmake_consumer "$prefix" "$tmp/consumer-build" OFF && cmake_consumer "$prefix" "$tmp/consumer-runtime" ON
 }
 

@@ -3,7 +3,7 @@
 /// (`--metrics FILE`, written by strata::trace_writer: the format is documented in
 /// include/strata/core/trace.hpp and README), the one-line progress display, and the summary line.
 #include <strata/core/trace.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/run_stats.hpp>
 
 #include "common/dispatch.hpp"
 

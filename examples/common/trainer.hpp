@@ -13,7 +13,7 @@
 ///     return cli.guard([&] { ...; return 0; });   // exceptions: "strata_mf: <what>", status 1
 #include <CLI/CLI.hpp>
 #include "cli.hpp"
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/strata.hpp>
 
 #include "common/dispatch.hpp"

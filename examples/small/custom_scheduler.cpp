@@ -3,7 +3,7 @@
 // coefficient that has not moved yet is still visited. Written against strata::sched::scheduler
 // alone, it drives the Lasso program to the sequential solver's optimum.
 #include <strata/ml/lasso.hpp>
-#include <strata/ml/trainers/lasso_trainer.hpp>
+#include <trainers/lasso_trainer.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// Adaptive mode (include/strata/cost/adaptive.hpp, include/strata/ml/trainers/adaptive.hpp): the
+// Adaptive mode (include/strata/cost/adaptive.hpp, apps/trainers/adaptive.hpp): the
 // refit policy picks the candidate that is truly fastest on synthetic traces drawn from a known
 // model, explores before it can compare, keeps the current bound within its margin, and rejects
 // bad input; the runtime's set_staleness reaches the workers; an adaptive MF run on small
@@ -8,8 +8,8 @@
 
 #include "../support/ml_data.hpp"
 #include <strata/cost/adaptive.hpp>
-#include <strata/ml/trainers/adaptive.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/adaptive.hpp>
+#include <trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

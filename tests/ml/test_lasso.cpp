@@ -1,4 +1,4 @@
-// Lasso (include/strata/ml/lasso.hpp, ml/trainers/lasso_trainer.hpp): the sequential solver's
+// Lasso (include/strata/ml/lasso.hpp, apps/trainers/lasso_trainer.hpp): the sequential solver's
 // optimality conditions, STRADS coordinate descent with every scheduler, 1-4 workers and
 // pipelining against it (objective within 1e-6 relative, same support, duality gap within
 // 1e-6 F), a dependency filter at rho = 1 equal to no filter, and bad input. The comparison
@@ -6,7 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <strata/ml/lasso.hpp>
-#include <strata/ml/trainers/lasso_trainer.hpp>
+#include <trainers/lasso_trainer.hpp>
 #include <strata/sched/schedulers.hpp>
 #include <strata/strata.hpp>
 

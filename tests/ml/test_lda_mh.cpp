@@ -8,7 +8,7 @@
 
 #include "../support/ml_data.hpp"
 #include <strata/ml/lda.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

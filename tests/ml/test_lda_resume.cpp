@@ -1,4 +1,4 @@
-// LDA checkpoints (include/strata/ml/trainers/lda_trainer.hpp): a BSP run interrupted after a
+// LDA checkpoints (apps/trainers/lda_trainer.hpp): a BSP run interrupted after a
 // checkpoint and resumed ends with exactly the uninterrupted run's counts, topics and trace;
 // under SSP/ESSP the count invariants hold exactly after a resume.
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include "../support/deadline.hpp"
 #include "../support/scratch.hpp"
 #include "../support/ml_data.hpp"
-#include <strata/ml/trainers/lda_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <chrono>

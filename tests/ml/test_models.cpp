@@ -8,8 +8,8 @@
 #include <strata/ml/lda_model.hpp>
 #include <strata/ml/mf_model.hpp>
 #include <strata/ml/partition.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

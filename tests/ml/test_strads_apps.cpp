@@ -1,5 +1,5 @@
-// The STRADS apps of issue 10 besides Lasso: LDA by word rotation (ml/trainers/lda_rotation.hpp)
-// and MF by CCD++ (ml/trainers/mf_ccd.hpp). LDA: exact count invariants at 1, 2 and 4 workers
+// The STRADS apps of issue 10 besides Lasso: LDA by word rotation (apps/trainers/lda_rotation.hpp)
+// and MF by CCD++ (apps/trainers/mf_ccd.hpp). LDA: exact count invariants at 1, 2 and 4 workers
 // (also under ESSP: the rotation uses no table), every worker holds every block once per sweep and
 // no block is held twice in a sub-round, the initial LL equals the data-parallel trainer's, and the
 // final LL is within 3% of the data-parallel BSP trainer's (best of 3 seeds) after the same sweeps. MF: the same
@@ -8,10 +8,10 @@
 #include <doctest/doctest.h>
 
 #include "../support/ml_data.hpp"
-#include <strata/ml/trainers/lda_rotation.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/mf_ccd.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/lda_rotation.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/mf_ccd.hpp>
+#include <trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

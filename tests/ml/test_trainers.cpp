@@ -1,12 +1,12 @@
-// The data-parallel trainers (include/strata/ml/trainers): distributed MF against the sequential
+// The data-parallel trainers (apps/trainers): distributed MF against the sequential
 // reference, LDA count invariants under every consistency model, LDA log-likelihood growth, and
 // 1-worker BSP against 4-worker distributed runs. Small synthetic data; the whole file runs in
 // a few seconds.
 #include <doctest/doctest.h>
 
 #include "../support/ml_data.hpp"
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 #pragma once
 // Small synthetic data for the trainer tests (tests/ml/): a noisy low-rank rating matrix.
 #include <strata/ml/io/ratings.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/mf_trainer.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -14,8 +14,8 @@
 #include <strata/core/error.hpp>
 #include <strata/cost/adaptive.hpp>
 #include <strata/cost/probe.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/mf_trainer.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 
 #include <cmath>

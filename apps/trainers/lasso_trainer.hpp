@@ -26,13 +26,13 @@
 #include <utility>
 #include <vector>
 
-#include "../../core/error.hpp"
-#include "../../core/trace.hpp"
-#include "../../runtime/system.hpp"
-#include "../../runtime/worker.hpp"
-#include "../../sched/engine.hpp"
-#include "../../sched/scheduler.hpp"
-#include "../lasso.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/trace.hpp>
+#include <strata/runtime/system.hpp>
+#include <strata/runtime/worker.hpp>
+#include <strata/sched/engine.hpp>
+#include <strata/sched/scheduler.hpp>
+#include <strata/ml/lasso.hpp>
 
 namespace strata::ml {
 

@@ -30,8 +30,8 @@
 #include <strata/core/error.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/partition.hpp>
-#include <strata/ml/trainers/mf_trainer.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/mf_trainer.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/runtime/worker.hpp>
 #include <strata/sched/engine.hpp>

@@ -42,8 +42,8 @@
 #include <strata/core/error.hpp>
 #include <strata/ml/lda.hpp>
 #include <strata/ml/partition.hpp>
-#include <strata/ml/trainers/lda_trainer.hpp>
-#include <strata/ml/trainers/run_stats.hpp>
+#include <trainers/lda_trainer.hpp>
+#include <trainers/run_stats.hpp>
 #include <strata/runtime/system.hpp>
 #include <strata/runtime/task.hpp>
 #include <strata/runtime/worker.hpp>

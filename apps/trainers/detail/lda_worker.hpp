@@ -1,0 +1,499 @@
+#pragma once
+/// \file One worker's program of train_lda (trainers/lda_trainer.hpp): the initial push, the
+/// sweeps (exact SparseLDA against local word rows, the same against rows read per (document,
+/// word) pair under a value bound, or Metropolis–Hastings), the evaluation, and the final checks
+/// and sums, over what detail::lda_training sets up.
+#include <strata/ml/alias_table.hpp>
+#include <strata/ml/lda.hpp>
+#include <strata/runtime/worker.hpp>
+#include <strata/table/sparse_row.hpp>
+#include <trainers/detail/lda_training.hpp>
+#include <trainers/run_stats.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <ranges>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strata::ml::detail {
+
+/// One worker's program of a train_lda run; it lives in that program's coroutine frame
+/// (lda_worker_program).
+class lda_worker {
+ public:
+  lda_worker(lda_training& t, worker& w)
+      : t_(t), o_(t.o), c_(t.corpus), w_(w), rec_(*t.rec), red_(*t.red), p_(w.id()), K(t.K), mydocs_(t.docs_of[p_]),
+        st_(t.state[p_]), rng_(st_.rng), wdelta_(K, 0), tdelta_(K, 0), sampler_(t.lp), mh_(o_.sampler == lda_sampler::mh),
+        mhs_(t.lp, std::max(o_.mh_steps, 1u)),
+        local_rows_(!mh_ && !(t.sys.model().value_bound < std::numeric_limits<double>::infinity())) {}
+
+  task<> run() {
+    rec_.start_once();
+    if (const auto* saved = w_.resumed_state()) st_.restore(*saved, p_, mydocs_, c_, K);
+    w_.on_checkpoint([&st = st_] { return st.save(); });
+    find_words();
+    co_await push_initial();
+    nk_.assign(K, 0);
+    prepare_local_rows();
+    for (std::uint32_t it = std::max(t_.start, 1u); it <= o_.iterations; ++it) co_await sweep(it);
+    co_await read_totals();
+    co_await evaluate(o_.iterations, o_.eval_every > 0);
+    co_await red_.settle(w_);  // from here on, every read sees the final counts
+    check_documents();
+    const std::vector<double> fin = co_await final_sums();
+    keep_assignments();
+    if (o_.keep_model && p_ == 0) co_await t_.gather_model(w_);
+    co_await red_.publish(w_, rec_, fin);
+    if (red_.collects(w_)) {
+      co_await red_.collect(w_, {}, "loglik");
+      co_await read_totals();  // n_k (unchanged since the first settle)
+      t_.final_nk = nk_;
+    }
+  }
+
+ private:
+  lda_training& t_;
+  const lda_trainer_options& o_;
+  const lda_corpus& c_;
+  worker& w_;
+  run_recorder& rec_;
+  run_reducer& red_;
+  const worker_id p_;
+  const std::uint32_t K;
+  const std::vector<std::uint32_t>& mydocs_;
+  lda_worker_state& st_;
+  std::mt19937_64& rng_;
+  std::uint64_t draws_ = 0;
+  std::vector<std::uint32_t> mywords_, evalwords_;  // the words of its documents; those it evaluates (w mod P = p)
+  std::vector<std::int32_t> wdelta_, tdelta_;        // the current word's and the totals' changes
+  std::vector<std::uint32_t> touched_;               // topics with a change in wdelta_
+  std::vector<std::int32_t> nk_;                     // the topic totals as last read
+  sparse_lda_sampler sampler_;
+  std::vector<topic_count> scratch_;
+  // The MH sampler's sweep state: per word of this worker (local index), its row as read at its
+  // first use in the sweep (snap) and that plus this worker's moves (cur), and its alias table.
+  const bool mh_;
+  mh_lda_sampler mhs_;
+  std::vector<std::uint32_t> local_of_, read_in_, used_;
+  std::vector<lda_count> cur_, snap_;
+  std::vector<lda_alias_slice> slices_;
+  std::vector<alias_entry> pool_;
+  std::vector<double> wbuf_;
+  std::vector<std::uint32_t> ibuf_, sbuf_;
+  // The exact sampler's sweep state where increments leave only at the clock (every model but a
+  // value bound, whose flushes follow the increments): per word of this worker, its sparse row
+  // as read at its first use in the sweep plus this worker's moves (rows), and the row as read
+  // (snap_pool[snap_at[li] ..], sorted by topic) to take the net change from at the sweep's end.
+  const bool local_rows_;
+  std::vector<std::vector<topic_count>> rows_;
+  std::vector<topic_count> snap_pool_;
+  std::vector<std::size_t> snap_at_;
+  std::vector<std::uint32_t> snap_len_;
+
+  std::span<std::int32_t> ndk(std::size_t i) { return std::span<std::int32_t>(st_.ndk.data() + i * K, K); }
+
+  void find_words() {
+    std::vector<char> seen(t_.V, 0);
+    for (auto d : mydocs_)
+      for (auto x : c_.words[d]) seen[x] = 1;
+    for (std::uint32_t x = 0; x < t_.V; ++x) {
+      if (seen[x]) mywords_.push_back(x);
+      if (x % t_.P == p_) evalwords_.push_back(x);
+    }
+  }
+  void note(std::uint32_t k, std::int32_t dlt) {
+    if (wdelta_[k] == 0) touched_.push_back(k);
+    wdelta_[k] += dlt;
+    tdelta_[k] += dlt;
+  }
+  task<> send_word(std::uint32_t word) {
+    auto delta = w_.delta_row(t_.WT);  // a recycled row: its entries fit without allocating once warm
+    delta.reserve(touched_.size());
+    for (auto k : touched_) {
+      if (wdelta_[k] != 0) delta.inc(k, wdelta_[k]);
+      wdelta_[k] = 0;
+    }
+    touched_.clear();
+    if (delta.nnz() > 0) co_await w_.inc_row(t_.WT, word, std::move(delta));
+  }
+  task<> send_totals() {
+    if (std::all_of(tdelta_.begin(), tdelta_.end(), [](std::int32_t x) { return x == 0; })) co_return;
+    auto d = w_.delta_row(t_.NT);  // taken only when it is sent: a dropped row would leave the pool
+    for (std::uint32_t k = 0; k < K; ++k)
+      if (tdelta_[k] != 0) d.inc(k, tdelta_[k]), tdelta_[k] = 0;
+    co_await w_.inc_row(t_.NT, 0, std::move(d));
+  }
+  /// Clock 0: send the initial topics (drawn before the run). A resumed run's tables hold them.
+  task<> push_initial() {
+    if (t_.resumed) {
+      rec_.end_iteration(w_, 0);  // slot 0: the checkpointed state, evaluated at the first sweep's start
+      co_return;
+    }
+    for (std::size_t i = 0, zi = 0; i < mydocs_.size(); ++i) {
+      const auto d = mydocs_[i];
+      for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
+        for (std::uint32_t j = 0; j < c_.counts[d][e]; ++j) note(st_.z[zi++], +1);
+        co_await send_word(c_.words[d][e]);
+      }
+    }
+    co_await send_totals();
+    rec_.end_iteration(w_, 0);
+    co_await w_.clock();
+  }
+  task<> read_totals() {
+    const auto& row = co_await w_.get(t_.NT, 0);
+    for (std::uint32_t k = 0; k < K; ++k) nk_[k] = row[k];
+  }
+  /// LL parts of the current state (this worker's share), charged as evaluation time.
+  /// With `snapshot` (run_options::eval_every), of the true model: a consistent snapshot of the tables.
+  task<> evaluate(std::uint32_t it, bool snapshot) {
+    const auto t0 = std::chrono::steady_clock::now();
+    worker::stats_mark mark;
+    if (snapshot) {
+      mark = co_await snapshot_begin(w_);
+      co_await read_totals();
+    }
+    double ll = 0;
+    for (std::size_t i = 0; i < mydocs_.size(); ++i)
+      ll += lda_doc_loglik(std::span<const std::int32_t>(st_.ndk.data() + i * K, K), t_.lp);
+    if (o_.prefetch)
+      prefetch(w_, t_.WT, evalwords_);
+    for (auto x : evalwords_) {
+      const auto& row = co_await w_.get(t_.WT, x);
+      double s = 0;
+      const double lg_beta = log_gamma(o_.beta);
+      for (const auto& [k, n] : row.entries())
+        if (n > 0) s += log_gamma(n + o_.beta) - lg_beta;
+      ll += s;
+    }
+    if (p_ == 0) ll += lda_topic_loglik(nk_, t_.lp);
+    rec_.add_values(p_, it - t_.base, ll, ll);
+    if (snapshot) co_await snapshot_end(w_, mark);
+    rec_.charge_eval(p_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  /// The record of the state before sweep `it` (iteration it − 1).
+  task<> record_before(std::uint32_t it) {
+    if (t_.resumed && it == t_.start) co_await evaluate(it - 1, o_.eval_every > 0);  // where the run resumes
+    else if (it == 1) rec_.add_values(p_, 0, p_ == 0 ? t_.ll0 : 0.0, p_ == 0 ? t_.ll0 : 0.0);  // exact, computed before the run
+    else if (o_.eval_every == 0) co_await evaluate(it - 1, false);
+    else if (o_.snapshot_due(it - 1, o_.iterations)) co_await evaluate(it - 1, true);
+    else rec_.add_values(p_, it - 1 - t_.base, std::nan(""), std::nan(""));
+  }
+  /// The sweep state of the samplers that keep local word rows (mh_, local_rows_).
+  void prepare_local_rows() {
+    if (mh_ || local_rows_) {
+      local_of_.assign(t_.V, 0);
+      for (std::size_t li = 0; li < mywords_.size(); ++li) local_of_[mywords_[li]] = static_cast<std::uint32_t>(li);
+      read_in_.assign(mywords_.size(), 0);
+    }
+    if (mh_) {
+      cur_.assign(mywords_.size() * K, 0);
+      snap_.assign(mywords_.size() * K, 0);
+      slices_.resize(mywords_.size());
+    }
+    if (local_rows_) {
+      rows_.resize(mywords_.size());
+      snap_at_.assign(mywords_.size(), 0);
+      snap_len_.assign(mywords_.size(), 0);
+    }
+  }
+  /// Sweep `it`, then its clock.
+  task<> sweep(std::uint32_t it) {
+    co_await read_totals();
+    co_await record_before(it);
+    if (o_.prefetch)
+      prefetch(w_, t_.WT, mywords_);
+    if (mh_)
+      draws_ += co_await mh_sweep(it);
+    else if (local_rows_)
+      draws_ += co_await exact_sweep(it);
+    else
+      draws_ += co_await pair_sweep();
+    co_await send_totals();
+    rec_.end_iteration(w_, it - t_.base);
+    co_await w_.clock();
+  }
+
+  /// One sweep over this worker's documents against local word rows (sweep `it`), for either
+  /// sampler: per document, the words new to the sweep are read first (the only suspension:
+  /// `first_read(li, row)` copies the row it is given), then `sample(i, d, zi, nd)` draws the
+  /// document's nd tokens from z[zi]; at the end each word's net change is sent once:
+  /// `change(li, a)` adds it into a (K counts, zero on entry; left zero again). Returns the
+  /// tokens drawn. The callables are taken by value: they live in the coroutine's frame.
+  template <class FirstRead, class Sample, class Change>
+  task<std::uint64_t> local_sweep(std::uint32_t it, FirstRead first_read, Sample sample, Change change) {
+    used_.clear();
+    std::size_t zi = 0;
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < mydocs_.size(); ++i) {
+      const auto d = mydocs_[i];
+      co_await w_.yield();
+      std::size_t nd = 0;
+      for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
+        nd += c_.counts[d][e];
+        const std::uint32_t word = c_.words[d][e], li = local_of_[word];
+        if (read_in_[li] == it) continue;
+        const auto& row = co_await w_.get(t_.WT, word);
+        first_read(li, row);
+        read_in_[li] = it;
+        used_.push_back(li);
+      }
+      sample(i, d, zi, nd);
+      zi += nd;
+      n += nd;
+    }
+    co_await send_changes(change);
+    co_return n;
+  }
+  /// The end of a local sweep: each word's net change (`change`, as local_sweep says), sent once.
+  template <class Change>
+  task<> send_changes(Change& change) {
+    std::vector<lda_count> a(K, 0);
+    for (auto li : used_) {
+      change(li, a);
+      std::uint32_t nnz = 0;
+      for (std::uint32_t k = 0; k < K; ++k) nnz += a[k] != 0;
+      if (nnz == 0) continue;
+      auto delta = w_.delta_row(t_.WT);
+      delta.reserve(nnz);
+      for (std::uint32_t k = 0; k < K; ++k)
+        if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;
+      co_await w_.inc_row(t_.WT, mywords_[li], std::move(delta));
+    }
+  }
+  /// Samples every token of document i (corpus document d, its first token at z[zi]) against
+  /// the local rows, all read already. A plain function, not part of the coroutine, so its loop
+  /// state stays in registers instead of the coroutine's frame.
+  void sample_document(std::size_t i, std::uint32_t d, std::size_t zi) {
+    sampler_.begin_document(ndk(i));  // edits n_dk in place
+    const auto& dw = c_.words[d];
+    const auto& dc = c_.counts[d];
+    const std::size_t m = dw.size();
+    // Rows are most likely out of cache (16k of them; a document touches a few): the row two
+    // words ahead has its vector's header fetched, the next one its first lines, so the misses
+    // overlap this word's draws.
+    auto prefetch_header = [&](std::size_t e) { detail::prefetch_read(&rows_[local_of_[dw[e]]]); };
+    auto prefetch_row = [&](std::size_t e) {
+      const auto& r = rows_[local_of_[dw[e]]];
+      const char* at = reinterpret_cast<const char*>(r.data());
+      const std::size_t bytes = std::min<std::size_t>(r.size() * sizeof(topic_count), 256);
+      for (std::size_t off = 0; off < bytes; off += 64) detail::prefetch_read(at + off);
+    };
+    if (m > 1) prefetch_header(1);
+    for (std::size_t e = 0; e < m; ++e) {
+      if (e + 2 < m) prefetch_header(e + 2);
+      if (e + 1 < m) prefetch_row(e + 1);
+      auto& row = rows_[local_of_[dw[e]]];
+      for (std::uint32_t j = 0; j < dc[e]; ++j, ++zi) {
+        const std::uint32_t old = st_.z[zi];
+        const std::uint32_t k = sampler_.resample(old, std::span<const topic_count>(row), rng_);
+        if (k != old) {
+          detail::sparse_row_add(row, old, -1);
+          detail::sparse_row_add(row, k, +1);
+          --tdelta_[old];
+          ++tdelta_[k];
+          st_.z[zi] = k;
+        }
+      }
+    }
+  }
+  /// One exact (SparseLDA) sweep (sweep `it`): a word's first read fills its local row and its
+  /// snapshot, which the net change is taken against.
+  task<std::uint64_t> exact_sweep(std::uint32_t it) {
+    sampler_.set_topic_totals(nk_);
+    snap_pool_.clear();
+    const auto first_read = [this](std::uint32_t li, const sparse_row<std::int32_t>& r) {
+      auto& row = rows_[li];
+      row.clear();
+      snap_at_[li] = snap_pool_.size();
+      snap_len_[li] = static_cast<std::uint32_t>(r.entries().size());
+      for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool_.push_back({k, cnt});
+    };
+    const auto sample = [this](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t) { sample_document(i, d, zi); };
+    const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
+      for (const auto& [k, c] : rows_[li]) a[k] += c;
+      for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) a[snap_pool_[x].topic] -= snap_pool_[x].count;
+    };
+    const std::uint64_t n = co_await local_sweep(it, first_read, sample, change);
+    sampler_.end_document();
+    co_return n;
+  }
+  /// Samples every token of document i (corpus document d, its nd tokens from z[zi]) with the MH
+  /// sampler against the local rows and proposals, all built already; a plain function, as
+  /// sample_document is for the exact sampler, and it prefetches the same way.
+  void mh_document(std::size_t i, std::uint32_t d, std::size_t zi, std::size_t nd) {
+    mhs_.begin_document(ndk(i), std::span<const std::uint32_t>(st_.z.data() + zi, nd));
+    const auto& dw = c_.words[d];
+    const auto& dc = c_.counts[d];
+    const std::size_t m = dw.size();
+    auto prefetch_word = [&](std::size_t e) {
+      const std::size_t li = local_of_[dw[e]];
+      const char* c = reinterpret_cast<const char*>(cur_.data() + li * K);
+      const char* sn = reinterpret_cast<const char*>(snap_.data() + li * K);
+      for (std::size_t off = 0; off < K * sizeof(lda_count); off += 64) detail::prefetch_read(c + off), detail::prefetch_read(sn + off);
+      detail::prefetch_read(pool_.data() + slices_[li].offset);
+    };
+    if (m > 1) detail::prefetch_read(&slices_[local_of_[dw[1]]]);
+    for (std::size_t e = 0; e < m; ++e) {
+      if (e + 2 < m) detail::prefetch_read(&slices_[local_of_[dw[e + 2]]]);
+      if (e + 1 < m) prefetch_word(e + 1);
+      const std::size_t li = local_of_[dw[e]];
+      lda_count* c = cur_.data() + li * K;
+      const lda_word_proposal wp{std::span<const alias_entry>(pool_.data() + slices_[li].offset, slices_[li].size),
+                                 std::span<const lda_count>(snap_.data() + li * K, K), slices_[li].mass};
+      for (std::uint32_t j = 0; j < dc[e]; ++j, ++zi) {
+        const std::uint32_t old = st_.z[zi];
+        const std::uint32_t k = mhs_.resample(old, std::span<lda_count>(c, K), wp, rng_);
+        if (k != old) {
+          --tdelta_[old];
+          ++tdelta_[k];
+          st_.z[zi] = k;
+        }
+      }
+    }
+  }
+  /// One MH sweep (sweep `it`): a word's first read fills its dense row and snapshot and builds
+  /// its alias table (the word proposal) from the snapshot.
+  task<std::uint64_t> mh_sweep(std::uint32_t it) {
+    mhs_.set_topic_totals(nk_);
+    pool_.clear();
+    const auto first_read = [this](std::uint32_t li, const sparse_row<std::int32_t>& row) {
+      lda_count* c = cur_.data() + std::size_t{li} * K;
+      lda_count* sn = snap_.data() + std::size_t{li} * K;
+      std::fill(c, c + K, 0);
+      for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+      std::copy(c, c + K, sn);
+      slices_[li] = build_word_alias(std::span<const lda_count>(sn, K), pool_, wbuf_, ibuf_, sbuf_);
+    };
+    const auto sample = [this](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t nd) { mh_document(i, d, zi, nd); };
+    const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
+      const lda_count* c = cur_.data() + std::size_t{li} * K;
+      const lda_count* sn = snap_.data() + std::size_t{li} * K;
+      for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - sn[k];
+    };
+    co_return co_await local_sweep(it, first_read, sample, change);
+  }
+  /// One exact sweep under a value bound: the row of every (document, word) pair is read when the
+  /// document reaches it, and that pair's changes are sent at once. Returns the tokens drawn.
+  task<std::uint64_t> pair_sweep() {
+    sampler_.set_topic_totals(nk_);
+    std::size_t zi = 0;
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < mydocs_.size(); ++i) {
+      const auto d = mydocs_[i];
+      co_await w_.yield();
+      sampler_.begin_document(ndk(i));  // edits n_dk in place
+      for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
+        const std::uint32_t word = c_.words[d][e];
+        {
+          const auto& row = co_await w_.get(t_.WT, word);
+          const auto& es = row.entries();
+          scratch_.resize(es.size());
+          for (std::size_t x = 0; x < es.size(); ++x) scratch_[x] = {es[x].first, es[x].second};
+        }
+        sample_pair(c_.counts[d][e], zi);
+        n += c_.counts[d][e];
+        co_await send_word(word);
+      }
+    }
+    sampler_.end_document();
+    co_return n;
+  }
+  /// Draws the `count` tokens of one (document, word) pair from z[zi] against scratch_ (advancing zi).
+  void sample_pair(std::uint32_t count, std::size_t& zi) {
+    for (std::uint32_t j = 0; j < count; ++j, ++zi) {
+      const std::uint32_t old = st_.z[zi];
+      const std::uint32_t k = sampler_.resample(old, std::span<const topic_count>(scratch_), rng_);
+      if (k != old) {
+        detail::sparse_row_add(scratch_, old, -1);
+        detail::sparse_row_add(scratch_, k, +1);
+        note(old, -1);
+        note(k, +1);
+        st_.z[zi] = k;
+      }
+    }
+  }
+
+  /// Local invariants: n_dk ≥ 0, Σ_k n_dk = n_d, and n_dk recounted from z (the first violation in st_.error).
+  void check_documents() {
+    std::size_t zi = 0;
+    std::vector<std::int32_t> re(K);
+    for (std::size_t i = 0; i < mydocs_.size() && st_.error.empty(); ++i) {
+      const auto d = mydocs_[i];
+      std::fill(re.begin(), re.end(), 0);
+      std::int64_t nd = 0, sum = 0;
+      for (auto x : c_.counts[d]) nd += x;
+      for (std::int64_t j = 0; j < nd; ++j) ++re[st_.z[zi++]];
+      for (std::uint32_t k = 0; k < K; ++k) {
+        sum += st_.ndk[i * K + k];
+        if (st_.ndk[i * K + k] < 0 || st_.ndk[i * K + k] != re[k])
+          st_.error = "doc " + std::to_string(d) + " topic " + std::to_string(k) + ": n_dk = " +
+                      std::to_string(st_.ndk[i * K + k]) + ", tokens say " + std::to_string(re[k]);
+      }
+      if (st_.error.empty() && sum != nd)
+        st_.error = "doc " + std::to_string(d) + ": sum_k n_dk = " + std::to_string(sum) + " != n_d = " + std::to_string(nd);
+    }
+  }
+  /// This worker's share of the final sums: its documents, and the word rows w mod P = p, read now.
+  task<std::vector<double>> final_sums() {
+    std::vector<double> fin(t_.f_docs + K, 0.0);
+    std::uint64_t my_tokens = 0;
+    for (std::size_t i = 0; i < mydocs_.size(); ++i) {
+      const std::span<const std::int32_t> nd(st_.ndk.data() + i * K, K);
+      for (std::uint32_t k = 0; k < K; ++k) fin[t_.f_docs + k] += nd[k];
+      fin[lda_training::f_ll] += lda_doc_loglik(nd, t_.lp);
+      for (auto x : c_.counts[mydocs_[i]]) my_tokens += x;
+    }
+    const std::string word_error = co_await add_word_rows(fin);
+    fin[lda_training::f_err] = st_.error.empty() ? 0.0 : 1.0;
+    fin[lda_training::f_tokens] = static_cast<double>(my_tokens);
+    fin[lda_training::f_draws] = static_cast<double>(draws_);
+    if (!st_.error.empty() || !word_error.empty()) t_.note_error(!st_.error.empty() ? st_.error : word_error);
+    co_return fin;
+  }
+  /// Adds the word rows w mod P = p to `fin` (Σ_w n_wk, negative counts, LL); returns the first
+  /// negative count found (empty: none).
+  task<std::string> add_word_rows(std::vector<double>& fin) {
+    if (o_.prefetch)
+      prefetch(w_, t_.WT, evalwords_);
+    std::string word_error;
+    for (auto x : evalwords_) {
+      const auto& row = co_await w_.get(t_.WT, x);
+      for (const auto& [k, n] : row.entries()) {
+        fin[lda_training::f_words + k] += n;
+        if (n < 0) {
+          fin[lda_training::f_neg] += 1;
+          if (word_error.empty())
+            word_error = "word " + std::to_string(x) + " topic " + std::to_string(k) + ": n_wk = " + std::to_string(n);
+        }
+      }
+      fin[lda_training::f_ll] += lda_word_loglik(row.entries() | std::views::transform([](const auto& e) { return e.second; }), t_.lp);
+    }
+    co_return word_error;
+  }
+  /// With keep_assignments: this worker's documents' topics into the outcome (each worker writes only its own).
+  void keep_assignments() {
+    if (!o_.keep_assignments) return;
+    for (std::size_t i = 0, zi = 0; i < mydocs_.size(); ++i) {
+      std::uint64_t nd = 0;
+      for (auto x : c_.counts[mydocs_[i]]) nd += x;
+      t_.assignments[mydocs_[i]].assign(st_.z.begin() + static_cast<std::ptrdiff_t>(zi),
+                                        st_.z.begin() + static_cast<std::ptrdiff_t>(zi + nd));
+      zi += nd;
+    }
+  }
+};
+
+/// Worker w's program of the run `t`.
+inline task<> lda_worker_program(lda_training& t, worker& w) {
+  lda_worker program(t, w);
+  co_await program.run();
+}
+
+}  // namespace strata::ml::detail

@@ -6,6 +6,9 @@
 //    the defaults (the worker handles its local shard's messages itself and polls briefly before it
 //    sleeps), without the polling (system_config::spin_us = 0) and through the shard's thread
 //    (system_config::local_shard_calls = false); 20,000 rounds a run (10,000 with 8 workers);
+//  - the 2-worker round again beside one busy thread per core (another program's load, the way CI
+//    runs tests side by side): polling (default) vs sleeping at once, whose ratio shows whether
+//    the polling backs off when a yield hands the core to a busy program for a time slice;
 //  - a cache miss (a read of the server's row, `fetch`) both ways, vs a plain mutex-guarded copy of
 //    the row.
 // Prints ratios; times are best of several repetitions. Never pass/fail on time.
@@ -13,6 +16,7 @@
 
 #include "bench_util.hpp"
 
+#include <atomic>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -185,5 +189,21 @@ int main() {
     const double q = best_of(3, [&] { return ps_clock_round(p, rounds, false); });
     std::printf("%-8d %14.1f %14.1f %14.1f %14.2f %8.1f %8.1f %8.1f\n", p, c * 1e6, ns * 1e6, q * 1e6, b * 1e6, c / b,
                 ns / b, q / b);
+  }
+  {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> busy;
+    for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()); ++i)
+      busy.emplace_back([&] {
+        volatile unsigned long x = 0;
+        while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+      });
+    const int rounds = 2000;
+    const double c = best_of(3, [&] { return ps_clock_round(2, rounds, true); });
+    const double ns = best_of(3, [&] { return ps_clock_round(2, rounds, true, 0); });
+    stop = true;
+    for (auto& th : busy) th.join();
+    std::printf("2 workers beside %zu busy threads: bsp clock %.1f us, no spin %.1f us, ratio %.2f\n", busy.size(),
+                c * 1e6, ns * 1e6, c / ns);
   }
 }

@@ -2,6 +2,7 @@
 /// \file The runtime's body: system_base's members and the threads, queues and locks behind them
 /// (detail::system_impl). Included by system.hpp in the header-only mode; compiled once into the
 /// runtime library in the compiled mode (src/system.cpp).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -424,18 +425,21 @@ class system_impl {
     for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
     const auto spin = std::chrono::microseconds(cfg_.spin_us);
     const std::vector<int> cpus = cfg_.pin_workers ? this_thread_cpus() : std::vector<int>{};
+    // More parties than cores: a polling party yields, so that a party with work gets the core.
+    const std::size_t cores = std::max<std::size_t>(1, this_thread_cpus().size());
+    const bool yield = workers_.size() + (coord_ ? 1 : 0) > cores;
     for (auto& w : workers_) {
       const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
-      w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, cpu] {
+      w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, yield, cpu] {
         this_party() = slot;
         if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
-        run_ctx(*c, huge, true, spin);
+        run_ctx(*c, huge, true, spin, yield);
       });
     }
     if (coord_)
-      coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin] {
+      coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin, yield] {
         this_party() = slot;
-        run_ctx(*c, false, true, spin);
+        run_ctx(*c, false, true, spin, yield);
       });
   }
 
@@ -506,10 +510,19 @@ class system_impl {
   }
   /// A thread's loop. A party thread (worker, coordinator) with `spin` > 0 polls its queue for up
   /// to `spin` after it runs dry before it sleeps: a wake-up that arrives within that time (a BSP
-  /// round's last clock, a local shard's reply) costs no futex sleep and wake. It yields between
-  /// polls, so a thread with work gets the core (a BSP round of 8 workers on 2 cores is faster with
-  /// the polling too).
-  static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {}) {
+  /// round's last clock, a local shard's reply) costs no futex sleep and wake. With more parties
+  /// than cores (`yield`) it yields between polls, so a party with work gets the core (a BSP round
+  /// of 8 workers on 2 cores is faster with the polling too); otherwise it pauses the CPU.
+  ///
+  /// A poll that comes back after more than 200 µs means the core is shared with busy threads of
+  /// other programs (this run's own parties give the core back within microseconds: 8 workers'
+  /// BSP round on 2 cores is ~25 µs): polling then costs a scheduler time slice (ms) where a
+  /// sleeping thread's wake-up preempts at once. With two busy processes beside it on 2 cores, a
+  /// 2-worker STRADS Lasso took 6.3 s yielding and 0.29 s sleeping at once. A slow poll costs ~100x
+  /// what a fast spin saves, so after one the thread sleeps at once for its next 256 idle periods,
+  /// then polls again, doubling that count at each further slow poll.
+  static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {},
+                      bool yield = true) {
     if (huge_page_heap) advise_heap_once();
     may_call_shard() = party;
     auto guard = asio::make_work_guard(c);
@@ -518,12 +531,35 @@ class system_impl {
       return;
     }
     using clk = std::chrono::steady_clock;
+    // After a contended spin: sleep at once for `skip` idle periods (`backoff`: 256, doubling up to
+    // 65536 at each contended spin, halved after as many fast spins in a row as it counts).
+    unsigned backoff = 0, skip = 0, fast = 0;
     while (!c.stopped()) {
       if (c.poll() > 0) continue;
       bool ran = false;
-      for (const auto until = clk::now() + spin; !ran && !c.stopped() && clk::now() < until;) {
-        std::this_thread::yield();
-        ran = c.poll() > 0;
+      if (skip > 0) {
+        --skip;
+      } else {
+        bool contended = false;
+        for (const auto until = clk::now() + spin; !ran && !c.stopped();) {
+          const auto before = clk::now();
+          if (before >= until) break;
+          if (yield)
+            std::this_thread::yield();
+          else
+            for (int k = 0; k < 16; ++k) cpu_pause();
+          contended = clk::now() - before > std::chrono::microseconds(200);
+          ran = c.poll() > 0;
+          if (contended) break;
+        }
+        if (contended) {
+          backoff = std::clamp(backoff * 2, 256u, 65536u);
+          skip = backoff;
+          fast = 0;
+        } else if (backoff > 0 && ++fast >= backoff) {
+          backoff /= 2;
+          fast = 0;
+        }
       }
       if (!ran) c.run_one();
     }

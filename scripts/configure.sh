@@ -7,5 +7,8 @@ bash "$root/scripts/deps.sh"
 BUILD_DIR="${BUILD_DIR:-$root/build}"
 source "$root/scripts/ccache.sh"
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" "${launcher[@]}" >/dev/null
+  # RelWithDebInfo with line tables only (-g1): backtraces keep functions, files and lines, and a
+  # file compiles in ~0.7x the time of full debug information (strata_mf's main file: 29 s vs 40 s).
+  cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${RELWITHDEBINFO_FLAGS:--O2 -g1 -DNDEBUG}" "${launcher[@]}" >/dev/null
 fi

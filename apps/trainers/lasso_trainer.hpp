@@ -32,6 +32,7 @@
 #include <strata/runtime/worker.hpp>
 #include <strata/sched/engine.hpp>
 #include <strata/sched/scheduler.hpp>
+#include <strata/sched/schedulers.hpp>
 #include <strata/ml/lasso.hpp>
 
 namespace strata::ml {
@@ -400,5 +401,14 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
   out.converged = prog.done();
   return out;
 }
+
+// The runs of the built-in schedulers (the ones strata_lasso and strata_plan choose by name) are
+// compiled once, in strata_apps (apps/src/lasso_trainer.cpp); another scheduler instantiates
+// train_lasso where it is called.
+extern template lasso_run train_lasso<sched::round_robin>(system_base&, const lasso_problem&, sched::round_robin&, const lasso_trainer_options&);
+extern template lasso_run train_lasso<sched::uniform_random>(system_base&, const lasso_problem&, sched::uniform_random&, const lasso_trainer_options&);
+extern template lasso_run train_lasso<sched::priority>(system_base&, const lasso_problem&, sched::priority&, const lasso_trainer_options&);
+extern template lasso_run train_lasso<sched::dependency_filter<sched::priority>>(system_base&, const lasso_problem&, sched::dependency_filter<sched::priority>&, const lasso_trainer_options&);
+extern template lasso_run train_lasso<sched::dependency_filter<sched::uniform_random>>(system_base&, const lasso_problem&, sched::dependency_filter<sched::uniform_random>&, const lasso_trainer_options&);
 
 }  // namespace strata::ml

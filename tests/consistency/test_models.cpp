@@ -22,6 +22,10 @@
 #include <type_traits>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_consistency_models {
+
 namespace {
 
 using counts = strata::dense_row<long>;
@@ -477,3 +481,5 @@ TEST_CASE("model_params refuse a negative staleness bound and a value bound that
   }
   CHECK(strata::model_params::named("vap", {.value_bound = 2.5}).value_bound == 2.5);
 }
+
+}  // namespace test_consistency_models

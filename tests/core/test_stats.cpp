@@ -7,6 +7,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_core_stats {
+
 TEST_CASE("running_stats matches a two-pass mean and variance, also after merge") {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> nd(3.0, 2.0);
@@ -49,3 +53,5 @@ TEST_CASE("strata::error carries a strata error code and message") {
   CHECK(std::string(e.what()).find("rank 2") != std::string::npos);
   CHECK(e.code().category().name() == std::string("strata"));
 }
+
+}  // namespace test_core_stats

@@ -19,6 +19,10 @@
 #include <utility>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_adaptive {
+
 namespace {
 namespace cost = strata::cost;
 namespace ml = strata::ml;
@@ -380,3 +384,5 @@ TEST_CASE("adaptive MF: segments keep the run whole (iterations, time, every SGD
           std::string::npos);
   }
 }
+
+}  // namespace test_cost_adaptive

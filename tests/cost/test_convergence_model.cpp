@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_convergence_model {
+
 namespace {
 namespace cost = strata::cost;
 using F = cost::with_staleness_drag<cost::hemingway_features>;
@@ -93,3 +97,5 @@ TEST_CASE("convergence model: too few points, non-finite values and a wrong opti
   CHECK_THROWS_WITH_AS((void)cost::convergence_model<F>::fit(pts, {.optimum = 0.9}), doctest::Contains("is not above the given optimum"),
                        strata::error);
 }
+
+}  // namespace test_cost_convergence_model

@@ -10,6 +10,10 @@
 #include <set>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_design {
+
 namespace {
 namespace cost = strata::cost;
 
@@ -106,3 +110,5 @@ TEST_CASE("design: a bad cost is an error naming the candidate") {
   CHECK_THROWS_WITH_AS((void)cost::a_optimal_design<cost::ernest_features>(c, [](const cost::probe_point&) { return 0.0; }, {.budget = 5}),
                        doctest::Contains("the cost of candidate 0 (bsp m=1 scale=0.05)"), strata::error);
 }
+
+}  // namespace test_cost_design

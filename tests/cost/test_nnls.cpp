@@ -22,6 +22,10 @@
 
 #include <unistd.h>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_nnls {
+
 namespace {
 namespace cost = strata::cost;
 
@@ -255,3 +259,5 @@ TEST_CASE("nnls: the residual agrees with scipy.optimize.nnls on random problems
   }
   CHECK(compared == cases.size());
 }
+
+}  // namespace test_cost_nnls

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_planner {
+
 namespace {
 namespace cost = strata::cost;
 using SF = cost::ernest_features;
@@ -143,3 +147,5 @@ TEST_CASE("planner: a start-up model adds the warm-up phase to the time to targe
   }
   CHECK_THROWS_AS((void)cost::plan(f.sys, f.conv, cands, target, {.bootstrap = 0}, &startup), strata::error);
 }
+
+}  // namespace test_cost_planner

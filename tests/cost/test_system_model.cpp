@@ -13,6 +13,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_system_model {
+
 namespace {
 namespace cost = strata::cost;
 
@@ -169,3 +173,5 @@ TEST_CASE("system model: too few points and bad values are errors naming the sou
   bad[7].at.workers = 0;  // s/m = inf
   CHECK_THROWS_WITH_AS((void)cost::system_model<>::fit(bad), doctest::Contains("synthetic:8: feature"), strata::error);
 }
+
+}  // namespace test_cost_system_model

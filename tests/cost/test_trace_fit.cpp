@@ -19,6 +19,10 @@
 
 #include <unistd.h>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_cost_trace_fit {
+
 namespace {
 namespace cost = strata::cost;
 
@@ -243,3 +247,5 @@ TEST_CASE("trace fit: a trace with no objective on any line is refused for a con
   const auto m = cost::read_run_trace(t.path, {.quantity = cost::fit_quantity::metric});
   CHECK_THROWS_WITH_AS((void)cost::progress_of(m), doctest::Contains(no_metric.c_str()), strata::error);
 }
+
+}  // namespace test_cost_trace_fit

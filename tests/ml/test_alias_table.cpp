@@ -10,6 +10,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_alias_table {
+
 namespace {
 
 /// Pearson's chi-square statistic of `draws` draws from `t` against its weights; outcomes of weight
@@ -81,3 +85,5 @@ TEST_CASE("alias table: a pooled table reports the caller's ids, bad weights are
   CHECK_THROWS_AS(strata::ml::alias_table{negative}, strata::error);
   CHECK_THROWS_AS(strata::ml::alias_table(std::vector<double>{}), strata::error);
 }
+
+}  // namespace test_ml_alias_table

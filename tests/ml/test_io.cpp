@@ -15,6 +15,10 @@
 
 #include <unistd.h>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_io {
+
 namespace io = strata::ml::io;
 
 namespace {
@@ -375,3 +379,5 @@ TEST_CASE("io bag_of_words: parses a large corpus quickly") {
   CHECK(listed == tokens);
   CHECK(secs < 3.0);
 }
+
+}  // namespace test_ml_io

@@ -16,6 +16,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_lasso {
+
 namespace ml = strata::ml;
 namespace sc = strata::sched;
 
@@ -378,3 +382,5 @@ TEST_CASE("lasso: sparse standardisation gives the dense standardisation's probl
   }
   CHECK(ra.final_eval.objective == doctest::Approx(b.eval.objective).epsilon(1e-6));
 }
+
+}  // namespace test_ml_lasso

@@ -10,6 +10,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_lda {
+
 namespace ml = strata::ml;
 using ml::lda_count;
 
@@ -293,3 +297,5 @@ TEST_CASE("lda reference: same seed, same result, and bad input throws") {
   opt.num_topics = 0;
   CHECK_THROWS_AS(ml::lda_reference(docs, 12, opt), strata::error);
 }
+
+}  // namespace test_ml_lda

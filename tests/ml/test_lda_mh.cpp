@@ -19,6 +19,10 @@
 #include <type_traits>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_lda_mh {
+
 namespace {
 
 namespace ml = strata::ml;
@@ -218,3 +222,5 @@ TEST_CASE("LDA trainer, exact sampler: local word rows (BSP, ESSP) and per-pair 
   INFO("sequential " << best_ref << ", bsp 1 worker " << bsp1 << ", bsp 2 " << bsp2 << ", essp 2 " << essp2 << ", vap 1 " << vap1);
   for (double ll : {bsp1, bsp2, essp2, vap1}) CHECK(std::abs(ll - best_ref) < 0.03 * std::abs(best_ref));
 }
+
+}  // namespace test_ml_lda_mh

@@ -17,6 +17,10 @@
 #include <unistd.h>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_lda_resume {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -136,3 +140,5 @@ TEST_CASE_TEMPLATE("LDA checkpoint: after a resume under SSP/ESSP the count inva
     CHECK(resumed.tokens_sampled == 4 * corpus.tokens());
   });
 }
+
+}  // namespace test_ml_lda_resume

@@ -9,6 +9,10 @@
 #include <span>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_mf {
+
 namespace ml = strata::ml;
 namespace io = strata::ml::io;
 
@@ -131,3 +135,5 @@ TEST_CASE("mf reference without centring still learns the offset through the fac
   opt.rank = 0;
   CHECK_THROWS_AS(ml::mf_reference(data.train, opt), strata::error);
 }
+
+}  // namespace test_ml_mf

@@ -30,6 +30,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_models {
+
 namespace ml = strata::ml;
 
 namespace {
@@ -582,3 +586,5 @@ TEST_CASE("--save on a full disk or into a folder it cannot write leaves the pre
   }
   std::filesystem::remove_all(dir);
 }
+
+}  // namespace test_ml_models

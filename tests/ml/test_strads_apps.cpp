@@ -19,6 +19,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_strads_apps {
+
 namespace ml = strata::ml;
 
 namespace {
@@ -206,3 +210,5 @@ TEST_CASE("MF CCD++: bad settings are errors") {
   CHECK_THROWS_AS(ccd(1, 2, train, test, o), strata::error);
   CHECK_THROWS_AS(ccd(1, 2, strata::ml::io::rating_set{}, test), strata::error);
 }
+
+}  // namespace test_ml_strads_apps

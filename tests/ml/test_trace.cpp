@@ -19,6 +19,10 @@
 
 #include <unistd.h>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_trace {
+
 namespace {
 
 strata::iteration_record sample_record(std::uint32_t it) {
@@ -312,3 +316,5 @@ TEST_CASE("trace: a malformed line is an error naming the file and its line") {
     CHECK(std::string(e.what()).find(f.path.string() + ":3:") == 0);
   }
 }
+
+}  // namespace test_ml_trace

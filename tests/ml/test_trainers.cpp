@@ -14,6 +14,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_ml_trainers {
+
 namespace {
 
 /// The synthetic ratings of tests/support/ml_data.hpp.
@@ -213,3 +217,5 @@ TEST_CASE("MF rotation with one worker is data-parallel SGD with one clock per e
   CHECK(a.final_rmse == b.final_rmse);
   CHECK(a.final_rmse < a.iterations.front().metric - 0.05);
 }
+
+}  // namespace test_ml_trainers

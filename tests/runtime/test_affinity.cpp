@@ -12,6 +12,10 @@
 #include <set>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_affinity {
+
 namespace {
 
 /// The CPUs each worker's thread may run on, seen from its program; a run of `workers` workers.
@@ -84,3 +88,5 @@ TEST_CASE("pin_workers puts each worker thread on its own CPU when they fill the
     CHECK_FALSE(d.pin_workers);
   }
 }
+
+}  // namespace test_runtime_affinity

@@ -15,6 +15,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_bounded_cache {
+
 namespace {
 
 using strata_test::within;
@@ -229,3 +233,5 @@ TEST_CASE("bounded cache: essp pushes of rows not cached are dropped, not cached
     }
   });
 }
+
+}  // namespace test_runtime_bounded_cache

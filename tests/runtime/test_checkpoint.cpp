@@ -22,6 +22,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_checkpoint {
+
 namespace {
 
 using strata_test::within;
@@ -300,3 +304,5 @@ TEST_CASE("checkpoint: keep K deletes all but the newest K, and a folder in use 
     CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 6, 7});  // untouched
   });
 }
+
+}  // namespace test_runtime_checkpoint

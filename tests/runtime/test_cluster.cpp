@@ -13,6 +13,10 @@
 #include <utility>
 #include <string>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_cluster {
+
 namespace {
 
 /// A fake environment.
@@ -151,3 +155,5 @@ TEST_CASE("cluster: hostfile gives addresses and size, a bad line is named file:
   temp_file empty("# nothing\n");
   CHECK_THROWS_AS(strata::read_hostfile(empty.path), strata::error);
 }
+
+}  // namespace test_runtime_cluster

@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_roles {
+
 namespace {
 
 using strata_test::within;
@@ -302,3 +306,5 @@ TEST_CASE("repeated runs keep the tables (or clear them), restart clocks, and co
     CHECK(sum == 2 * 4 * 4);
   });
 }
+
+}  // namespace test_runtime_roles

@@ -13,6 +13,10 @@
 #include <stdexcept>
 #include <thread>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_task {
+
 namespace {
 
 using strata::task;
@@ -106,3 +110,5 @@ TEST_CASE("task: a long loop of awaits on tasks that finish at once uses constan
   // Same depth before and after the loop; nested resumptions would have moved it by n frames.
   CHECK(first == last);
 }
+
+}  // namespace test_runtime_task

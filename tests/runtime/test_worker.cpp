@@ -26,6 +26,10 @@
 #include <tuple>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_worker {
+
 /// The runtime side of a worker and of a server shard, which these tests drive by hand.
 using runtime_side = strata::detail::party_access;
 
@@ -829,3 +833,5 @@ TEST_CASE("bsp: a clock's float increments from several writers sum in writer or
     }
   });
 }
+
+}  // namespace test_runtime_worker

@@ -23,6 +23,10 @@
 #include <utility>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_runtime_writer_staleness {
+
 namespace {
 
 using strata_test::within;
@@ -376,3 +380,5 @@ TEST_CASE("per-writer staleness: a finished writer is left out across processes 
     SUBCASE("essp<1>") { auto [st, remote] = over_tcp<strata::essp<1>>(); check(1, st, remote); }
   });
 }
+
+}  // namespace test_runtime_writer_staleness

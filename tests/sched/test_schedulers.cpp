@@ -13,6 +13,10 @@
 #include <set>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_sched_schedulers {
+
 namespace sc = strata::sched;
 
 namespace {
@@ -300,3 +304,5 @@ TEST_CASE("STRADS: zero rounds ends at once, a program that is done stops early"
   CHECK(r.rounds == 7);  // 5 pulled, then the 2 in flight drained
   for (const auto& c : p5.copies) CHECK(c == p5.model);
 }
+
+}  // namespace test_sched_schedulers

@@ -17,6 +17,10 @@
 #include <thread>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_table_dense_row {
+
 namespace {
 
 strata::dense_row<float> random_row(std::mt19937& rng, std::size_t width) {
@@ -208,3 +212,5 @@ TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge p
   CHECK(strata::advise_thread_heap_huge_pages() == false);
 #endif
 }
+
+}  // namespace test_table_dense_row

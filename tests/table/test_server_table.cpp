@@ -14,6 +14,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_table_server_table {
+
 namespace {
 
 using drow = strata::dense_row<float>;
@@ -228,3 +232,5 @@ TEST_CASE("server_table: sparse held deltas fold exactly by clock, in rows kept 
       for (strata::col_id col = 0; col < width; ++col) CHECK(t.row(r).get(col) == wanted(r, col));
   }
 }
+
+}  // namespace test_table_server_table

@@ -9,6 +9,10 @@
 #include <random>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_table_sparse_row {
+
 namespace {
 
 using row = strata::sparse_row<int>;
@@ -224,3 +228,5 @@ TEST_CASE("sparse_row<float> add_encoded refuses a non-finite value and keeps th
   REQUIRE(r.nnz() == 1);
   CHECK(r.get(2) == 1.5f);
 }
+
+}  // namespace test_table_sparse_row

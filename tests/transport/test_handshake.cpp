@@ -31,6 +31,10 @@
 #include <variant>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_transport_handshake {
+
 namespace {
 
 using namespace strata;
@@ -379,3 +383,5 @@ TEST_CASE("handshake: with a secret, a stranger never sees the run signature and
   CHECK_FALSE(contains(seen, "secret-table-name"));
   CHECK_FALSE(contains(seen, "dense/4"));
 }
+
+}  // namespace test_transport_handshake

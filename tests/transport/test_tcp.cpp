@@ -39,6 +39,10 @@
 
 extern char** environ;
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_transport_tcp {
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -1091,3 +1095,5 @@ TEST_CASE("tcp processes: across two network namespaces joined by a veth pair (t
   const std::string how = netem ? " with 5 ms netem delay each way" : " without added delay";
   MESSAGE("two namespaces over a veth pair" << how << ": " << took << " s");
 }
+
+}  // namespace test_transport_tcp

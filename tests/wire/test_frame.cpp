@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+// Everything below is in a namespace of its own: strata_tests is a unity build, so the test
+// files share translation units (tests/CMakeLists.txt).
+namespace test_wire_frame {
+
 namespace {
 
 using namespace strata;
@@ -362,3 +366,5 @@ TEST_CASE("frame_mac: a sealed frame opens in order, and an altered, replayed, r
     CHECK_FALSE(open(rx, sent[0]));  // someone without the secret
   }
 }
+
+}  // namespace test_wire_frame

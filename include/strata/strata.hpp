@@ -4,18 +4,18 @@
 /// delayed transports). Left out, to be included where needed because they are heavier or
 /// optional: `transport/tcp.hpp` (Asio sockets) with `runtime/cluster.hpp` (rank and peers from
 /// flags or a launcher), and the machine-learning kernels and readers under `ml/`.
-#include "core/error.hpp"
-#include "core/ids.hpp"
-#include "core/stats.hpp"
-#include "consistency/models.hpp"
-#include "runtime/coordinator.hpp"
-#include "runtime/options.hpp"
-#include "runtime/params.hpp"
-#include "runtime/system.hpp"
-#include "runtime/task.hpp"
-#include "runtime/worker.hpp"
-#include "table/common_rows.hpp"
-#include "table/dense_row.hpp"
-#include "table/sparse_row.hpp"
-#include "transport/delayed.hpp"
-#include "transport/inproc.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/core/stats.hpp>
+#include <strata/consistency/models.hpp>
+#include <strata/runtime/coordinator.hpp>
+#include <strata/runtime/options.hpp>
+#include <strata/runtime/params.hpp>
+#include <strata/runtime/system.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/worker.hpp>
+#include <strata/table/common_rows.hpp>
+#include <strata/table/dense_row.hpp>
+#include <strata/table/sparse_row.hpp>
+#include <strata/transport/delayed.hpp>
+#include <strata/transport/inproc.hpp>

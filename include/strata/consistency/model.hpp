@@ -3,7 +3,7 @@
 #include <concepts>
 #include <limits>
 
-#include "../core/ids.hpp"
+#include <strata/core/ids.hpp>
 
 namespace strata {
 

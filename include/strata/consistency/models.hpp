@@ -2,7 +2,7 @@
 /// \file The five consistency models of the ESSP paper as policy types.
 #include <limits>
 
-#include "model.hpp"
+#include <strata/consistency/model.hpp>
 
 namespace strata {
 

@@ -26,7 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "error.hpp"
+#include <strata/core/error.hpp>
 
 namespace strata {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "error.hpp"
+#include <strata/core/error.hpp>
 
 namespace strata {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "io/libsvm.hpp"
+#include <strata/core/error.hpp>
+#include <strata/ml/io/libsvm.hpp>
 
 namespace strata::ml {
 

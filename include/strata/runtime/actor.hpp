@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "../core/ids.hpp"
-#include "../wire/app.hpp"
-#include "../wire/messages.hpp"
-#include "params.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/app.hpp>
+#include <strata/wire/messages.hpp>
+#include <strata/runtime/params.hpp>
 
 namespace strata {
 namespace detail {

@@ -32,13 +32,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "../core/atomic_file.hpp"
-#include "../core/bytes.hpp"
-#include "../core/error.hpp"
-#include "../core/ids.hpp"
-#include "../table/server_table.hpp"
-#include "../wire/sha256.hpp"
-#include "checkpoint_types.hpp"
+#include <strata/core/atomic_file.hpp>
+#include <strata/core/bytes.hpp>
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/table/server_table.hpp>
+#include <strata/wire/sha256.hpp>
+#include <strata/runtime/checkpoint_types.hpp>
 
 namespace strata::ckpt {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../core/ids.hpp"
+#include <strata/core/ids.hpp>
 
 namespace strata::ckpt {
 

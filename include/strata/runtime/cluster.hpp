@@ -27,8 +27,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "../transport/tcp.hpp"
+#include <strata/core/error.hpp>
+#include <strata/transport/tcp.hpp>
 
 namespace strata {
 

@@ -4,8 +4,8 @@
 /// It lives on node 0 (endpoint slot workers_per_node + 1) and talks to workers with app messages.
 #include <variant>
 
-#include "../core/error.hpp"
-#include "actor.hpp"
+#include <strata/core/error.hpp>
+#include <strata/runtime/actor.hpp>
 
 namespace strata {
 

@@ -3,10 +3,10 @@
 /// consistency policy, a transport, or an `options::` wrapper naming one, in any order.
 #include <type_traits>
 
-#include "../consistency/model.hpp"
-#include "../consistency/models.hpp"
-#include "../transport/inproc.hpp"
-#include "../transport/transport.hpp"
+#include <strata/consistency/model.hpp>
+#include <strata/consistency/models.hpp>
+#include <strata/transport/inproc.hpp>
+#include <strata/transport/transport.hpp>
 
 namespace strata {
 

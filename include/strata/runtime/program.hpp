@@ -7,7 +7,7 @@
 #include <memory>
 #include <type_traits>
 
-#include "task.hpp"
+#include <strata/runtime/task.hpp>
 
 namespace strata {
 

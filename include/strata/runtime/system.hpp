@@ -14,21 +14,21 @@
 #include <utility>
 #include <vector>
 
-#include "../consistency/model.hpp"
-#include "../core/config.hpp"
-#include "../core/error.hpp"
-#include "../table/server_table.hpp"
-#include "../table/table.hpp"
-#include "../transport/inproc.hpp"
-#include "../transport/transport.hpp"
-#include "checkpoint_types.hpp"
-#include "coordinator.hpp"
-#include "detail/party_access.hpp"
-#include "options.hpp"
-#include "params.hpp"
-#include "program.hpp"
-#include "task.hpp"
-#include "worker.hpp"
+#include <strata/consistency/model.hpp>
+#include <strata/core/config.hpp>
+#include <strata/core/error.hpp>
+#include <strata/table/server_table.hpp>
+#include <strata/table/table.hpp>
+#include <strata/transport/inproc.hpp>
+#include <strata/transport/transport.hpp>
+#include <strata/runtime/checkpoint_types.hpp>
+#include <strata/runtime/coordinator.hpp>
+#include <strata/runtime/detail/party_access.hpp>
+#include <strata/runtime/options.hpp>
+#include <strata/runtime/params.hpp>
+#include <strata/runtime/program.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/worker.hpp>
 
 namespace strata {
 
@@ -201,5 +201,5 @@ extern template class transport_model<inproc>;
 }  // namespace strata
 
 #if STRATA_HEADER_ONLY
-#include "impl/system.ipp"
+#include <strata/runtime/impl/system.ipp>
 #endif

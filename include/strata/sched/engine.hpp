@@ -32,13 +32,13 @@
 #include <utility>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "../core/stats.hpp"
-#include "../runtime/coordinator.hpp"
-#include "../runtime/system.hpp"
-#include "../runtime/task.hpp"
-#include "../runtime/worker.hpp"
-#include "scheduler.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/stats.hpp>
+#include <strata/runtime/coordinator.hpp>
+#include <strata/runtime/system.hpp>
+#include <strata/runtime/task.hpp>
+#include <strata/runtime/worker.hpp>
+#include <strata/sched/scheduler.hpp>
 
 namespace strata::sched {
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "scheduler.hpp"
+#include <strata/core/error.hpp>
+#include <strata/sched/scheduler.hpp>
 
 namespace strata::sched {
 

@@ -6,11 +6,11 @@
 /// header-only mode.
 #include <cstdint>
 
-#include "../core/config.hpp"
-#include "client_table.hpp"
-#include "dense_row.hpp"
-#include "server_table.hpp"
-#include "sparse_row.hpp"
+#include <strata/core/config.hpp>
+#include <strata/table/client_table.hpp>
+#include <strata/table/dense_row.hpp>
+#include <strata/table/server_table.hpp>
+#include <strata/table/sparse_row.hpp>
 
 #if !STRATA_HEADER_ONLY
 namespace strata {

@@ -11,7 +11,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "row.hpp"
+#include <strata/table/row.hpp>
 
 namespace strata {
 

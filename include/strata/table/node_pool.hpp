@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/ids.hpp"
-#include "row.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/table/row.hpp>
 
 namespace strata {
 

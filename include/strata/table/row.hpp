@@ -7,8 +7,8 @@
 #include <string>
 #include <type_traits>
 
-#include "../core/bytes.hpp"
-#include "../core/error.hpp"
+#include <strata/core/bytes.hpp>
+#include <strata/core/error.hpp>
 
 namespace strata {
 

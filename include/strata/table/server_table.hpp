@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "../core/bytes.hpp"
-#include "../core/ids.hpp"
-#include "node_pool.hpp"
-#include "row.hpp"
+#include <strata/core/bytes.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/table/node_pool.hpp>
+#include <strata/table/row.hpp>
 
 namespace strata {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "row.hpp"
+#include <strata/table/row.hpp>
 
 namespace strata {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "../core/ids.hpp"
-#include "row.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/table/row.hpp>
 
 namespace strata {
 

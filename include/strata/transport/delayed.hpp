@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "inproc.hpp"
-#include "transport.hpp"
+#include <strata/core/config.hpp>
+#include <strata/transport/inproc.hpp>
+#include <strata/transport/transport.hpp>
 
 namespace strata {
 

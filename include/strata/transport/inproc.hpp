@@ -5,8 +5,8 @@
 #include <map>
 #include <utility>
 
-#include "../core/error.hpp"
-#include "transport.hpp"
+#include <strata/core/error.hpp>
+#include <strata/transport/transport.hpp>
 
 namespace strata {
 

@@ -53,16 +53,16 @@
 #include <string>
 #include <utility>
 
-#include "../core/error.hpp"
-#include "../core/ids.hpp"
-#include "../wire/messages.hpp"
-#include "detail/tcp_dial.hpp"
-#include "detail/tcp_session.hpp"
-#include "detail/tcp_shutdown.hpp"
-#include "detail/tcp_state.hpp"
-#include "delayed.hpp"
-#include "tcp_settings.hpp"
-#include "transport.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/messages.hpp>
+#include <strata/transport/detail/tcp_dial.hpp>
+#include <strata/transport/detail/tcp_session.hpp>
+#include <strata/transport/detail/tcp_shutdown.hpp>
+#include <strata/transport/detail/tcp_state.hpp>
+#include <strata/transport/delayed.hpp>
+#include <strata/transport/tcp_settings.hpp>
+#include <strata/transport/transport.hpp>
 
 namespace strata {
 

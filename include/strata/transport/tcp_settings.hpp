@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "../core/ids.hpp"
-#include "../wire/frame.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame.hpp>
 
 namespace strata {
 

@@ -8,9 +8,9 @@
 #include <system_error>
 #include <vector>
 
-#include "../core/config.hpp"
-#include "../core/ids.hpp"
-#include "../wire/messages.hpp"
+#include <strata/core/config.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/messages.hpp>
 
 namespace strata {
 

@@ -19,8 +19,8 @@
 
 #include <cereal/cereal.hpp>
 
-#include "../core/error.hpp"
-#include "messages.hpp"
+#include <strata/core/error.hpp>
+#include <strata/wire/messages.hpp>
 
 namespace strata::wire {
 

@@ -31,10 +31,10 @@
 
 #include <cereal/types/string.hpp>
 
-#include "../core/error.hpp"
-#include "../core/ids.hpp"
-#include "archive.hpp"
-#include "messages.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/archive.hpp>
+#include <strata/wire/messages.hpp>
 
 namespace strata::wire {
 

@@ -17,8 +17,8 @@
 
 #include <openssl/evp.h>
 
-#include "../core/ids.hpp"
-#include "sha256.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/wire/sha256.hpp>
 
 namespace strata::wire {
 

@@ -15,9 +15,9 @@
 #include <cereal/types/array.hpp>
 #include <cereal/types/string.hpp>
 
-#include "../core/ids.hpp"
-#include "messages.hpp"
-#include "sha256.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/wire/messages.hpp>
+#include <strata/wire/sha256.hpp>
 
 namespace strata::wire {
 

@@ -12,7 +12,7 @@
 #include <cereal/types/variant.hpp>
 #include <cereal/types/vector.hpp>
 
-#include "../core/ids.hpp"
+#include <strata/core/ids.hpp>
 
 namespace strata {
 

@@ -25,17 +25,17 @@
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
-#include "../../core/error.hpp"
-#include "../../core/ids.hpp"
-#include "../../wire/frame.hpp"
-#include "../../wire/handshake.hpp"
-#include "../transport.hpp"
-#include "tcp_handshake.hpp"
-#include "tcp_liveness.hpp"
-#include "tcp_peer.hpp"
-#include "tcp_reader.hpp"
-#include "tcp_session.hpp"
-#include "tcp_state.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame.hpp>
+#include <strata/wire/handshake.hpp>
+#include <strata/transport/transport.hpp>
+#include <strata/transport/detail/tcp_handshake.hpp>
+#include <strata/transport/detail/tcp_liveness.hpp>
+#include <strata/transport/detail/tcp_peer.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
+#include <strata/transport/detail/tcp_session.hpp>
+#include <strata/transport/detail/tcp_state.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic push

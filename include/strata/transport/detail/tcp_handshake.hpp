@@ -28,13 +28,13 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/write.hpp>
 
-#include "../../core/error.hpp"
-#include "../../core/printable.hpp"
-#include "../../core/ids.hpp"
-#include "../../wire/frame.hpp"
-#include "../../wire/frame_mac.hpp"
-#include "../../wire/handshake.hpp"
-#include "tcp_reader.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/printable.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame.hpp>
+#include <strata/wire/frame_mac.hpp>
+#include <strata/wire/handshake.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic push

@@ -12,10 +12,10 @@
 #include <asio/awaitable.hpp>
 #include <asio/steady_timer.hpp>
 
-#include "../../core/error.hpp"
-#include "tcp_peer.hpp"
-#include "tcp_reader.hpp"
-#include "tcp_state.hpp"
+#include <strata/core/error.hpp>
+#include <strata/transport/detail/tcp_peer.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
+#include <strata/transport/detail/tcp_state.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic push

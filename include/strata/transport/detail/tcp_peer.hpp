@@ -22,9 +22,9 @@
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 
-#include "../../core/ids.hpp"
-#include "../../wire/frame_mac.hpp"
-#include "tcp_reader.hpp"
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame_mac.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
 
 namespace strata::detail {
 

@@ -18,8 +18,8 @@
 #include <asio/redirect_error.hpp>
 #include <asio/use_awaitable.hpp>
 
-#include "../../core/error.hpp"
-#include "../../wire/frame.hpp"
+#include <strata/core/error.hpp>
+#include <strata/wire/frame.hpp>
 
 // GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frames (its own operator new
 // and delete; GCC bug 109224, fixed in GCC 13). Silenced for the tcp headers only.

@@ -19,13 +19,13 @@
 #include <asio/post.hpp>
 #include <asio/write.hpp>
 
-#include "../../core/error.hpp"
-#include "../../core/ids.hpp"
-#include "../../wire/frame.hpp"
-#include "../transport.hpp"
-#include "tcp_peer.hpp"
-#include "tcp_reader.hpp"
-#include "tcp_state.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame.hpp>
+#include <strata/transport/transport.hpp>
+#include <strata/transport/detail/tcp_peer.hpp>
+#include <strata/transport/detail/tcp_reader.hpp>
+#include <strata/transport/detail/tcp_state.hpp>
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic push

@@ -15,9 +15,9 @@
 
 #include <asio/post.hpp>
 
-#include "../../core/error.hpp"
-#include "tcp_peer.hpp"
-#include "tcp_state.hpp"
+#include <strata/core/error.hpp>
+#include <strata/transport/detail/tcp_peer.hpp>
+#include <strata/transport/detail/tcp_state.hpp>
 
 namespace strata::detail {
 

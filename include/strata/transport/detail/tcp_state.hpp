@@ -25,13 +25,13 @@
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
 
-#include "../../core/error.hpp"
-#include "../../core/ids.hpp"
-#include "../../wire/frame.hpp"
-#include "../../wire/handshake.hpp"
-#include "../tcp_settings.hpp"
-#include "../transport.hpp"
-#include "tcp_peer.hpp"
+#include <strata/core/error.hpp>
+#include <strata/core/ids.hpp>
+#include <strata/wire/frame.hpp>
+#include <strata/wire/handshake.hpp>
+#include <strata/transport/tcp_settings.hpp>
+#include <strata/transport/transport.hpp>
+#include <strata/transport/detail/tcp_peer.hpp>
 
 namespace strata::detail {
 

@@ -1,7 +1,8 @@
 #pragma once
 /// \file The runtime's body: system_base's members and the threads, queues and locks behind them
-/// (detail::system_impl). Included by system.hpp in the header-only mode; compiled once into the
-/// runtime library in the compiled mode (src/system.cpp).
+/// (detail::system_impl; starting it: impl/system_start.ipp; the threads' loop: detail/thread_loop.hpp).
+/// Included by system.hpp in the header-only mode; compiled once into the runtime library in the
+/// compiled mode (src/system.cpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -26,6 +27,7 @@
 #include <strata/core/huge_pages.hpp>
 #include <strata/runtime/checkpoint.hpp>
 #include <strata/runtime/detail/party_access.hpp>
+#include <strata/runtime/detail/thread_loop.hpp>
 #include <strata/runtime/server.hpp>
 #include <strata/runtime/system.hpp>
 
@@ -173,41 +175,6 @@ class system_impl {
     std::unique_ptr<server_shard> shard;
     std::thread thread;
   };
-  /// True on a worker's or the coordinator's thread while it holds no shard's lock: there, a
-  /// message to a local shard may be handled at once (a shard's own sends are always queued, so a
-  /// thread never holds two shards' locks).
-  static bool& may_call_shard() {
-    thread_local bool on = false;
-    return on;
-  }
-  /// Takes `lk`'s mutex: spins briefly, then yields between tries for a while before it sleeps on
-  /// it. A local shard call holds the shard's lock for a fraction of a µs to a few µs; a thread that
-  /// finds it taken and sleeps in the kernel costs the holder a futex wake and itself a wake-up,
-  /// more than the wait, most of all with more threads than cores (a BSP round's flushes and reads
-  /// come all at once): a BSP round of 4 workers on 2 cores took 27 µs with a plain lock and 16 µs
-  /// with yielding (strata_bench_core). In a 2-worker BSP round half the tries find the lock taken,
-  /// for about 0.3 µs: spinning with the CPU's pause instruction first (48 pauses, 1.5-2 µs here)
-  /// saves the system call of a yield, and took the round from 2.8-2.9 to 2.5-2.6 µs.
-  static void lock_briefly_yielding(std::unique_lock<std::mutex>& lk) {
-    for (int i = 0; i < 70; ++i) {
-      if (lk.try_lock()) return;
-      if (i < 6) {
-        for (int k = 0; k < 8; ++k) cpu_pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-    lk.lock();
-  }
-  /// The CPU's spin-wait hint (x86 pause, ARM yield): a waiting loop frees the core's resources
-  /// for its sibling and backs off the contended cache line.
-  static void cpu_pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
   /// Handles one message on shard `s`, on whatever thread calls it. In a local call (a party's
   /// thread sending to a shard of its process), the shard's messages to that same party are handed
   /// to it once the lock is released, without a trip through its queue (see bind_party).
@@ -348,100 +315,9 @@ class system_impl {
 
   /// A run after the first: reset every local party on its own thread, then wait until shard 0
   /// says every node has done so (so no message of the new run can reach a party still in the old one).
-  void restart() {
-    const bool clear = std::exchange(clear_tables_, false);
-    if (std::exchange(model_changed_, false))
-      for (auto& ws : workers_) on_thread(ws->ctx, [&] { party_access::set_model(*ws->p, mp_); return 0; });
-    for (auto& s : servers_) on_shard_thread(*s, [&] { party_access::reset(*s->shard, clear); return 0; });
-    for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
-    if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
-    for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
-    std::unique_lock lk(mu_);
-    for (;;) {
-      if (error_) break;
-      const auto seen = progress_;
-      lk.unlock();
-      bool all = true;
-      for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return party_access::started_run(*s->shard) >= runs_ - 1; });
-      lk.lock();
-      if (all || error_) break;
-      cv_.wait(lk, [&] { return progress_ != seen || error_; });
-    }
-    if (error_) {
-      failed_ = true;
-      lk.unlock();
-      abort_transport_on_error();
-      stop_threads();
-      std::rethrow_exception(error_);
-    }
-  }
+  void restart();  // impl/system_start.ipp
 
-  void start() {
-    auto send = [this](endpoint src) {
-      return [this, src](endpoint dst, wire::message&& m) { transport_.send(src, dst, std::move(m)); };
-    };
-    for (node_id n = 0; n < wm_.nodes; ++n) {
-      if (!transport_.is_local(n)) continue;
-      auto s = std::make_unique<server_slot>();
-      s->node = n;
-      std::vector<std::unique_ptr<server_table_base>> tabs;
-      for (auto& f : server_factories_) tabs.push_back(f());
-      s->shard = std::make_unique<server_shard>(n, wm_, mp_, std::move(tabs), send(endpoint{n, 0}));
-      transport_.bind(endpoint{n, 0}, [this, s = s.get()](endpoint src, wire::message&& m) {
-        if (cfg_.local_shard_calls && may_call_shard()) return on_shard(*s, src, std::move(m), true);
-        asio::post(s->ctx, [this, s, src, m = std::move(m)]() mutable {
-          if (cfg_.huge_page_heap) advise_heap_once();
-          on_shard(*s, src, std::move(m));
-        });
-      });
-      servers_.push_back(std::move(s));
-      for (std::uint32_t i = 0; i < wm_.per_node; ++i) {
-        const worker_id id = n * wm_.per_node + i;
-        auto ws = std::make_unique<worker_slot>();
-        ws->p = std::make_unique<worker>(id, wm_, mp_, send(wm_.of(id)), cfg_.max_message);
-        party_access::set_cache_rows(*ws->p, cfg_.cache_rows);
-        for (auto& f : worker_setup_) f(*ws->p);
-        bind_party(*ws, wm_.of(id));
-        workers_.push_back(std::move(ws));
-      }
-      if (n == 0) {
-        coord_ = std::make_unique<coordinator_slot>();
-        coord_->p = std::make_unique<coordinator>(wm_, send(wm_.coordinator()), cfg_.max_message);
-        bind_party(*coord_, wm_.coordinator());
-      }
-    }
-    if (checkpointing()) setup_checkpoints();
-    transport_.on_fatal([this](std::error_code ec, const std::string& what) {
-      record_error(std::make_exception_ptr(error(ec, what)));
-      progress();
-    });
-    transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
-    // Huge-page heaps (system_config::huge_page_heap) for the threads that take memory: every worker
-    // thread at its start, a shard thread when it first handles a message itself (with local shard
-    // calls and every node in this process it may never: the workers run the shard's code), not the
-    // coordinator's. Advising a heap costs a 2 MiB page at once (core/huge_pages.hpp), and on a VM
-    // that is milliseconds of a core the workers are starting on.
-    const bool huge = cfg_.huge_page_heap;
-    for (auto& s : servers_) s->thread = std::thread([c = &s->ctx] { run_ctx(*c, false); });
-    const auto spin = std::chrono::microseconds(cfg_.spin_us);
-    const std::vector<int> cpus = cfg_.pin_workers ? this_thread_cpus() : std::vector<int>{};
-    // More parties than cores: a polling party yields, so that a party with work gets the core.
-    const std::size_t cores = std::max<std::size_t>(1, this_thread_cpus().size());
-    const bool yield = workers_.size() + (coord_ ? 1 : 0) > cores;
-    for (auto& w : workers_) {
-      const int cpu = worker_cpu(w->p->id(), workers_.size(), cpus);
-      w->thread = std::thread([c = &w->ctx, slot = w.get(), huge, spin, yield, cpu] {
-        this_party() = slot;
-        if (cpu >= 0) pin_this_thread(cpu);  // a refusal leaves the thread unpinned: only speed is at stake
-        run_ctx(*c, huge, true, spin, yield);
-      });
-    }
-    if (coord_)
-      coord_->thread = std::thread([c = &coord_->ctx, slot = coord_.get(), spin, yield] {
-        this_party() = slot;
-        run_ctx(*c, false, true, spin, yield);
-      });
-  }
+  void start();  // impl/system_start.ipp
 
   ckpt::digest checkpoint_signature() const { return ckpt::signature_digest(signature() + ";tag=" + cfg_.checkpoint.run_tag); }
   bool checkpointing() const noexcept { return cfg_.checkpoint.every > 0 || !cfg_.checkpoint.resume.empty(); }
@@ -451,32 +327,7 @@ class system_impl {
   /// processes of a run pick the same checkpoint from a shared folder). Each local node locks the
   /// folder it writes (ckpt::folder_lock, held while the system lives), and a folder whose newest
   /// checkpoint is another run's is refused.
-  void setup_checkpoints() {
-    const auto& cc = cfg_.checkpoint;
-    const auto sig = checkpoint_signature();
-    if (!cc.resume.empty()) (void)resumed();  // a resume folder without a checkpoint of this run is named first
-    if (cc.every > 0) {
-      if (cc.dir.empty()) throw error(errc::bad_input, "checkpoint.every is set but checkpoint.dir is empty");
-      std::filesystem::create_directories(cc.dir);
-      for (auto& s : servers_) ckpt_locks_.push_back(std::make_unique<ckpt::folder_lock>(cc.dir, s->node));
-      ckpt::check_folder_run(cc.dir, sig);
-      for (auto& s : servers_) party_access::enable_checkpoints(*s->shard, std::filesystem::path(cc.dir), cc.every, sig, cc.keep);
-      for (auto& ws : workers_) party_access::enable_checkpoints(*ws->p, cc.dir, cc.every, sig);
-    } else if (cc.every < 0) {
-      throw error(errc::bad_input, "checkpoint.every must be >= 0");
-    }
-    if (cc.resume.empty()) return;
-    const clock_type m = resumed()->clock;
-    for (auto& s : servers_) {
-      const auto f = ckpt::shard_file(cc.resume, m, s->node);
-      party_access::restore(*s->shard, m, ckpt::unseal(f, ckpt::kind::shard, s->node, m, sig), f.string());
-    }
-    for (auto& ws : workers_) {
-      const auto id = ws->p->id();
-      const auto body = ckpt::unseal(ckpt::worker_file(cc.resume, m, id), ckpt::kind::worker, id, m, sig);
-      party_access::resume_at(*ws->p, m, std::string(reinterpret_cast<const char*>(body.data()), body.size()));
-    }
-  }
+  void setup_checkpoints();  // impl/system_start.ipp
 
   /// When the run failed, tells a transport that can (`tcp::abort`) so that the other processes stop
   /// at once instead of waiting for this one's shutdown barrier. Transports without `abort` are untouched.
@@ -503,67 +354,6 @@ class system_impl {
     }
   }
 
-  /// The calling thread's malloc heap gets huge pages, the first time per thread.
-  static void advise_heap_once() {
-    thread_local bool done = false;
-    if (!std::exchange(done, true)) advise_thread_heap_huge_pages();
-  }
-  /// A thread's loop. A party thread (worker, coordinator) with `spin` > 0 polls its queue for up
-  /// to `spin` after it runs dry before it sleeps: a wake-up that arrives within that time (a BSP
-  /// round's last clock, a local shard's reply) costs no futex sleep and wake. With more parties
-  /// than cores (`yield`) it yields between polls, so a party with work gets the core (a BSP round
-  /// of 8 workers on 2 cores is faster with the polling too); otherwise it pauses the CPU.
-  ///
-  /// A poll that comes back after more than 200 µs means the core is shared with busy threads of
-  /// other programs (this run's own parties give the core back within microseconds: 8 workers'
-  /// BSP round on 2 cores is ~25 µs): polling then costs a scheduler time slice (ms) where a
-  /// sleeping thread's wake-up preempts at once. With two busy processes beside it on 2 cores, a
-  /// 2-worker STRADS Lasso took 6.3 s yielding and 0.29 s sleeping at once. A slow poll costs ~100x
-  /// what a fast spin saves, so after one the thread sleeps at once for its next 256 idle periods,
-  /// then polls again, doubling that count at each further slow poll.
-  static void run_ctx(asio::io_context& c, bool huge_page_heap, bool party = false, std::chrono::microseconds spin = {},
-                      bool yield = true) {
-    if (huge_page_heap) advise_heap_once();
-    may_call_shard() = party;
-    auto guard = asio::make_work_guard(c);
-    if (!party || spin.count() <= 0) {
-      c.run();
-      return;
-    }
-    using clk = std::chrono::steady_clock;
-    // After a contended spin: sleep at once for `skip` idle periods (`backoff`: 256, doubling up to
-    // 65536 at each contended spin, halved after as many fast spins in a row as it counts).
-    unsigned backoff = 0, skip = 0, fast = 0;
-    while (!c.stopped()) {
-      if (c.poll() > 0) continue;
-      bool ran = false;
-      if (skip > 0) {
-        --skip;
-      } else {
-        bool contended = false;
-        for (const auto until = clk::now() + spin; !ran && !c.stopped();) {
-          const auto before = clk::now();
-          if (before >= until) break;
-          if (yield)
-            std::this_thread::yield();
-          else
-            for (int k = 0; k < 16; ++k) cpu_pause();
-          contended = clk::now() - before > std::chrono::microseconds(200);
-          ran = c.poll() > 0;
-          if (contended) break;
-        }
-        if (contended) {
-          backoff = std::clamp(backoff * 2, 256u, 65536u);
-          skip = backoff;
-          fast = 0;
-        } else if (backoff > 0 && ++fast >= backoff) {
-          backoff /= 2;
-          fast = 0;
-        }
-      }
-      if (!ran) c.run_one();
-    }
-  }
 
   template <class F>
   void guarded(F&& f) {
@@ -686,3 +476,5 @@ STRATA_DECL bool system_base::read_local_row(table_id t, row_id r, const std::fu
 STRATA_DECL void system_base::fetch_on_worker(row_id, program_ref<worker> fetch) { impl_->fetch_on_worker(fetch); }
 
 }  // namespace strata
+
+#include <strata/runtime/impl/system_start.ipp>

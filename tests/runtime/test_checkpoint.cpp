@@ -305,4 +305,28 @@ TEST_CASE("checkpoint: keep K deletes all but the newest K, and a folder in use 
   });
 }
 
+TEST_CASE("checkpoint: keep K never removes a clock folder at or after the checkpoint just completed") {
+  // A run that starts again (not resumed) in a folder whose manifest lists an earlier run's later
+  // checkpoints: completing its checkpoint 1 must not remove clock-1 or clock-2, which its workers
+  // may still be writing (a worker's rename of clock-2/worker-1.ckpt once failed that way).
+  scratch s("keep-order");
+  ckpt::write_manifest(s.dir, {5, 6, 7});
+  for (int c : {1, 2, 5, 6, 7}) fs::create_directories(s.dir / ("clock-" + std::to_string(c)));
+  const auto has = [&](int c) { return fs::exists(s.dir / ("clock-" + std::to_string(c))); };
+  ckpt::add_to_manifest(s.dir, 1, 3);
+  CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{5, 6, 7});
+  CHECK(has(1));
+  CHECK(has(2));
+  ckpt::add_to_manifest(s.dir, 2, 3);  // every writer has passed clock 1 now
+  CHECK(!has(1));
+  CHECK(has(2));
+  CHECK(has(5));
+  ckpt::add_to_manifest(s.dir, 8, 3);  // the usual case: the oldest kept checkpoint bounds it
+  CHECK(ckpt::read_manifest(s.dir) == std::vector<strata::clock_type>{6, 7, 8});
+  CHECK(!has(2));
+  CHECK(!has(5));
+  CHECK(has(6));
+  CHECK(has(7));
+}
+
 }  // namespace test_runtime_checkpoint

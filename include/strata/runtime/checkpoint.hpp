@@ -179,7 +179,10 @@ inline void write_manifest(const std::filesystem::path& dir, const std::vector<c
 
 /// Records checkpoint `m` as complete (rewrites the manifest atomically). With `keep` > 0 only the
 /// newest `keep` complete checkpoints stay: the manifest lists them, and then every clock-<c>
-/// folder older than the oldest of them (complete or not: every shard has passed it) is removed.
+/// folder older than the oldest of them and older than `m` (complete or not: every shard and every
+/// worker has passed it) is removed. Never one at `m` or later: a run that starts again in a folder
+/// holding an earlier run's later checkpoints (clock-5..7, the new run at clock 1) is still writing
+/// those, and removing them made a worker's rename fail.
 inline void add_to_manifest(const std::filesystem::path& dir, clock_type m, std::size_t keep = 0) {
   auto clocks = read_manifest(dir);
   clocks.push_back(m);
@@ -192,7 +195,7 @@ inline void add_to_manifest(const std::filesystem::path& dir, clock_type m, std:
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const auto name = e.path().filename().string();
     clock_type c = 0;
-    if (name.rfind("clock-", 0) != 0 || !(std::istringstream(name.substr(6)) >> c) || c >= clocks.front()) continue;
+    if (name.rfind("clock-", 0) != 0 || !(std::istringstream(name.substr(6)) >> c) || c >= std::min(clocks.front(), m)) continue;
     std::filesystem::remove_all(e.path(), ec);  // a folder that will not go is left: it is never resumed from
   }
 }

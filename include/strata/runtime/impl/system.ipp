@@ -5,10 +5,8 @@
 /// compiled mode (src/system.cpp).
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <exception>
-#include <filesystem>
 #include <functional>
 #include <future>
 #include <memory>
@@ -19,12 +17,9 @@
 #include <utility>
 #include <vector>
 
-#include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 
-#include <strata/core/affinity.hpp>
-#include <strata/core/huge_pages.hpp>
 #include <strata/runtime/checkpoint.hpp>
 #include <strata/runtime/detail/party_access.hpp>
 #include <strata/runtime/detail/thread_loop.hpp>

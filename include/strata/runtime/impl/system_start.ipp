@@ -1,6 +1,17 @@
 #pragma once
 /// \file The runtime's body, continued (impl/system.ipp): starting a system's shards, workers,
 /// coordinator and their threads, and their checkpoints; restarting them for a later run.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <asio/post.hpp>
+
+#include <strata/core/affinity.hpp>
+#include <strata/runtime/checkpoint.hpp>
 #include <strata/runtime/impl/system.ipp>
 
 namespace strata::detail {

@@ -6,6 +6,9 @@
 #include <strata/core/huge_pages.hpp>
 #include <strata/table/client_table.hpp>
 #include <strata/table/dense_row.hpp>
+#include <strata/table/xtensor.hpp>
+
+#include <xtensor/xmath.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -211,6 +214,26 @@ TEST_CASE("advise_thread_heap_huge_pages marks a thread's malloc heap for huge p
 #else
   CHECK(strata::advise_thread_heap_huge_pages() == false);
 #endif
+}
+
+TEST_CASE("as_xtensor views a dense row in place: expressions read its values, assignment writes them") {
+  std::mt19937 rng(11);
+  auto a = random_row(rng, 37);
+  const auto b = random_row(rng, 37);
+  const auto va = strata::as_xtensor(static_cast<const strata::dense_row<float>&>(a));
+  const auto vb = strata::as_xtensor(b);
+  REQUIRE(va.size() == 37);
+  double dot = 0;
+  for (std::size_t i = 0; i < 37; ++i) dot += double(a[i]) * double(b[i]);
+  CHECK(double(xt::sum(va * vb)()) == doctest::Approx(dot).epsilon(1e-5));
+  CHECK(va(5) == a[5]);  // a view, not a copy: the same values
+  auto wa = strata::as_xtensor(a);
+  const auto before = values(a);
+  wa = 2.0f * vb + 1.0f;  // writes through to the row's storage
+  for (std::size_t i = 0; i < 37; ++i) CHECK(a[i] == 2.0f * b[i] + 1.0f);
+  CHECK(values(a) != before);
+  strata::dense_row<float> empty;
+  CHECK(strata::as_xtensor(empty).size() == 0);
 }
 
 }  // namespace test_table_dense_row

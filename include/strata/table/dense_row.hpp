@@ -1,5 +1,6 @@
 #pragma once
-/// \file dense_row<T>: a fixed-width contiguous row on xtensor storage; travels as raw bytes.
+/// \file dense_row<T>: a fixed-width contiguous row; travels as raw bytes. `strata/table/xtensor.hpp`
+/// views it as an xtensor expression (`strata::as_xtensor`).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -8,8 +9,7 @@
 #include <limits>
 #include <span>
 #include <type_traits>
-
-#include <xtensor/xtensor.hpp>
+#include <vector>
 
 #include <strata/table/row.hpp>
 
@@ -22,7 +22,7 @@ class dense_row {
  public:
   using value_type = T;
   dense_row() = default;
-  explicit dense_row(std::size_t width) : v_(typename storage::shape_type{width}, T{}) {}
+  explicit dense_row(std::size_t width) : v_(width, T{}) {}
 
   void inc(col_id c, T d) {
     check_column(c, v_.size());
@@ -46,8 +46,6 @@ class dense_row {
     for (T x : span()) m += static_cast<double>(x < T{} ? -x : x);
     return m;
   }
-  /// The values as an xtensor, for expression arithmetic.
-  const xt::xtensor<T, 1>& values() const noexcept { return v_; }
   std::span<const T> span() const noexcept { return {v_.data(), v_.size()}; }
   /// The values to write in place (e.g. a whole delta row at once instead of `inc` per column).
   std::span<T> mutable_span() noexcept { return {v_.data(), v_.size()}; }
@@ -108,8 +106,7 @@ class dense_row {
   }
 
  private:
-  using storage = xt::xtensor<T, 1>;
-  storage v_;
+  std::vector<T> v_;
 };
 
 }  // namespace strata

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packaging checks (run by .ci/run after scripts/test.sh), each in a fresh temporary directory:
+# Packaging checks (run by .ci/run after scripts/test.sh), each in a fresh scratch folder:
 #   1. cmake-install: configure strata with tests off in the compiled mode (STRATA_HEADER_ONLY=OFF),
 #      `cmake --install` into a temporary prefix (which must hold no trainers: apps/ is not installed), then build and run tests/package/cmake (copied out
 #      of the source tree) against that prefix only, twice: linking strata::strata (header-only)
@@ -8,20 +8,28 @@
 #      and with -Dstrata:header_only=false.
 #   3. meson-suite: `meson setup -Dheader_only=false` + `meson test` of strata itself.
 # Prints "package tests: N passed, M failed" last; exits non-zero when any failed.
-# KEEP_TMP=1 keeps the temporary directory.
+# KEEP_TMP=1 keeps the scratch folder (PACKAGE_DIR, default build-package/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/deps.sh" || exit 1
 
-tmp="$(mktemp -d "${TMPDIR:-/tmp}/strata-package.XXXXXX")"
+# The scratch folder lies at a fixed place under the checkout (build-package/, ignored by git), so
+# that the compiler sees the same relative paths in every clone and ccache (CCACHE_BASEDIR=the
+# checkout) serves a fresh clone what an earlier run compiled: the Meson builds included.
+tmp="${PACKAGE_DIR:-$root/build-package}"
+rm -rf "$tmp"
+mkdir -p "$tmp"
 if [ "${KEEP_TMP:-0}" = 1 ]; then
   echo "package tests: keeping $tmp"
 else
   trap 'rm -rf "$tmp"' EXIT
 fi
 source "$root/scripts/ccache.sh"
+# Meson finds ccache itself; the environment makes its builds' objects as reusable as CMake's.
+[ ${#ccache_env[@]} -eq 0 ] || export "${ccache_env[@]}"
 
-# The consumers live outside the source tree, so nothing can reach include/ by a relative path.
+# The consumers are copies: they reach strata only through the install prefix or the subproject link
+# (checked below: no -I to the checkout's include/).
 cp -R "$root/tests/package" "$tmp/package"
 
 cmake_install() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer builds of the tests (-O1 -g, ccache when present). Any report fails the run.
+# Sanitizer builds of the tests (-O1 -g1: line tables, enough for reports; ccache when present). Any report fails the run.
 #
 #   scripts/sanitize.sh [doctest args...]          AddressSanitizer + UndefinedBehaviorSanitizer over
 #                                                  the test suite, strata_tests (build-asan/); ASan
@@ -34,7 +34,7 @@ else
   extra=()
 fi
 if [ ! -f "$dir/build.ninja" ]; then
-  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" -DSTRATA_BUILD_BENCHMARKS=OFF \
     -DSTRATA_HEADER_ONLY="${SANITIZE_HEADER_ONLY:-ON}" \
     "${extra[@]}" "${launcher[@]}" >/dev/null

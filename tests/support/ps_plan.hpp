@@ -76,7 +76,9 @@ void check_read(const plan& pl, const strata::model_params& mp, int self, int r,
     // Applied on arrival (SSP, ESSP): every other worker's updates through c - s - 1 are in.
     for (int w = 0; w < pl.P; ++w)
       if (w != self && (v[w] < pl.cum(w, r, c - mp.staleness - 1) || v[w] > pl.cum(w, r, pl.clocks - 1)))
-        bad.add(where + "read misses updates older than the staleness bound");
+        bad.add(where + "read misses updates older than the staleness bound: writer " + std::to_string(w) + " column " +
+                std::to_string(v[w]) + ", expected " + std::to_string(pl.cum(w, r, c - mp.staleness - 1)) + " to " +
+                std::to_string(pl.cum(w, r, pl.clocks - 1)));
     return;
   }
   // Exact snapshots (BSP): every other column is as of one clock t with c - s - 1 <= t <= c - 1.

@@ -90,10 +90,12 @@ int main(int argc, char** argv) {
       throw std::runtime_error(file + " does not exist (run scripts/fetch_data.sh for diabetes / spam)");
     // Columns past what one evaluation message holds are refused at the line that names them.
     const std::size_t max_message = cli.so.system_config().max_message;
-    const auto raw = ml::io::read_libsvm(file, {ml::lasso_max_columns(max_message), ml::lasso_columns_why(max_message)});
-    if (raw.num_rows() == 0 || raw.nnz() == 0)
-      throw strata::error(strata::errc::refused, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
-    const auto prob = ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
+    const auto prob = cli.timed_read([&] {
+      const auto raw = ml::io::read_libsvm(file, {ml::lasso_max_columns(max_message), ml::lasso_columns_why(max_message)});
+      if (raw.num_rows() == 0 || raw.nnz() == 0)
+        throw strata::error(strata::errc::refused, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
+      return ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
+    });
     const auto res = ex::dispatch(cli.so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
       strata::basic_system<T> sys(cli.so.system_config(), strata::model_params{}, std::move(tc));
       return ex::with_lasso_scheduler(fl.sched, cli.so.seed, [&](auto s) { return ml::train_lasso(sys, prob, s, fl.lo); });
@@ -111,11 +113,11 @@ int main(int argc, char** argv) {
     for (const auto& path : {fl.out, cli.save})
       if (!path.empty()) strata::write_file_atomic(path, model);
     std::printf("lasso summary: scheduler=%s workers=%u n=%u d=%u lambda=%.6g rounds=%llu updates=%llu seconds=%.3f "
-                "objective=%.10g gap=%.3g nnz=%llu pipeline_staleness_max=%.0f\n",
+                "objective=%.10g gap=%.3g nnz=%llu pipeline_staleness_max=%.0f read_seconds=%.3f peak_rss_mb=%.0f\n",
                 fl.sched.name.c_str(), cli.so.workers * cli.so.nodes, prob.n, prob.d, res.lambda,
                 static_cast<unsigned long long>(res.rounds.rounds), static_cast<unsigned long long>(res.updates),
                 res.rounds.seconds, res.final_eval.objective, res.final_eval.gap, static_cast<unsigned long long>(res.nnz),
-                res.rounds.staleness.stats().max());
+                res.rounds.staleness.stats().max(), cli.read_seconds, ex::peak_rss_mb());
     if (res.converged || fl.lo.tolerance == 0) return 0;
     std::fprintf(stderr, "strata_lasso: not converged: gap %.3g > tolerance %.3g x F = %.3g after --rounds %llu (raise --rounds or --tolerance)\n",
                  res.final_eval.gap, fl.lo.tolerance, fl.lo.tolerance * res.final_eval.objective,

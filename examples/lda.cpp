@@ -149,7 +149,7 @@ void print_summary(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo
   s.add("loglik", ex::fmt("%.6e", res.final_loglik), true);
   s.add_run(res).add("tokens_per_s_per_thread", ex::fmt("%.0f", tokens_per_s_per_thread(cli, res)));
   if (lo.keep_model && cli.lead()) s.add("word_loglik", ex::fmt("%.6e", res.model.word_loglik()));
-  s.add("invariants", ok, true);
+  s.add("invariants", ok, true).add("read_seconds", ex::fmt("%.3f", cli.read_seconds), true);
   s.print();
 }
 
@@ -183,7 +183,8 @@ int main(int argc, char** argv) {
     if (!cli.load.empty()) return inspect_saved(cli, lo, f);
     cli.phase = "reading the data";
     const auto vocab = f.vocab.empty() ? std::vector<std::string>{} : ml::io::read_vocab(f.vocab);  // bad input fails before training
-    const auto corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data), f.max_tokens), f.max_docs);
+    const auto corpus = cli.timed_read(
+        [&] { return ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(cli.data), f.max_tokens), f.max_docs); });
     if (corpus.tokens() == 0)
       throw strata::error(strata::errc::refused, cli.data + ": no tokens (the corpus is empty" +
                                                        std::string(f.max_docs ? " in its first --max-docs documents)" : ")"));

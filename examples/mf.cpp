@@ -137,7 +137,7 @@ void print_summary(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo,
   ex::summary s("mf", cli.so, mo.iterations);
   s.add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse), true);
   s.add_run(res).add("updates_per_s_per_thread", ex::fmt("%.0f", per_thread));
-  s.add("setup_seconds", ex::fmt("%.3f", res.setup_seconds));
+  s.add("setup_seconds", ex::fmt("%.3f", res.setup_seconds)).add("read_seconds", ex::fmt("%.3f", cli.read_seconds), true);
   if (mo.rotation) s.add("mode", "rotation").add("block_conflicts", std::to_string(res.block_conflicts));
   if (run_seconds.size() > 1) {  // --repeat: every run's seconds, first (cold) to last (reported)
     std::string all;
@@ -186,7 +186,7 @@ int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, cons
   ex::summary s("mf", cli.so, co.iterations);
   s.add("mode", "ccd").add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse));
   s.add("loss", ex::fmt("%.6e", res.final_loss)).add("column_updates", std::to_string(res.column_updates));
-  s.add("bytes_sent", std::to_string(res.bytes_sent), true);
+  s.add("bytes_sent", std::to_string(res.bytes_sent), true).add("read_seconds", ex::fmt("%.3f", cli.read_seconds), true);
   s.print();
   if (cli.lead() && !std::isfinite(res.final_rmse)) {
     std::fprintf(stderr, "strata_mf: diverged (RMSE is not finite)\n");
@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
     if (pf.repeat > 1 && (ckpt || cli.so.is_tcp() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
     if (pf.mode == "ccd") {
-      const auto data = read_data(cli, nullptr);
+      const auto data = cli.timed_read([&] { return read_data(cli, nullptr); });
       return train_ccd(cli, mo, pf, data.first, data.second);
     }
     if (pf.mode == "rotation") {
@@ -276,7 +276,7 @@ int main(int argc, char** argv) {
     }
     cli.phase = "reading the data";
     const auto start = load_start(cli, mo);
-    const auto data = read_data(cli, start ? &*start : nullptr);
+    const auto data = cli.timed_read([&] { return read_data(cli, start ? &*start : nullptr); });
     const ml::io::rating_set& train = data.first;
     const ml::io::rating_set& test = data.second;
     check_model_memory(cli, mo, train);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -96,9 +97,18 @@ inline std::function<void(const iteration_record&)> progress_printer(progress_li
   };
 }
 
+/// This process's peak resident memory so far, in MiB (getrusage's ru_maxrss: every allocation
+/// the process touched, the data it read included).
+inline double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
 /// The summary of a run, one line of key=value fields. Rank 0 prints "<trainer> summary:
 /// model=... workers=P iterations=N" and every field; another rank (tcp) prints "<trainer> rank r
-/// done: workers a..b," and only the fields added with `every_rank`.
+/// done: workers a..b," and only the fields added with `every_rank`. Every rank ends the line with
+/// its own peak_rss_mb.
 class summary {
  public:
   summary(std::string trainer, const system_options& so, std::uint32_t iterations)
@@ -143,6 +153,7 @@ class summary {
                                   (so_.rank() + 1) * so_.workers - 1);
     for (const auto& f : fields_)
       if (lead || f.every_rank) line += ' ' + f.key + '=' + f.value;
+    line += fmt(" peak_rss_mb=%.0f", peak_rss_mb());  // every rank: each process holds its own share
     std::printf("%s\n", line.c_str());
   }
 

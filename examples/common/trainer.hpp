@@ -50,6 +50,20 @@ struct trainer_cli {
   bool quiet = false;   ///< --quiet: no progress line
   bool bench = false;   ///< --bench-baseline
   std::string phase = "setting up";  ///< what main is doing, for an out-of-memory message ("reading the data", "training")
+  double read_seconds = 0;            ///< reading and preparing the data (the summary's read_seconds)
+
+  /// Runs `read` (reading and preparing the data) and adds its wall time to read_seconds.
+  template <class F>
+  decltype(auto) timed_read(F&& read) {
+    phase = "reading the data";
+    const auto t0 = std::chrono::steady_clock::now();
+    struct add_on_exit {
+      double& to;
+      std::chrono::steady_clock::time_point t0;
+      ~add_on_exit() { to += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+    } add{read_seconds, t0};
+    return std::forward<F>(read)();
+  }
 
   trainer_cli(std::string trainer, const std::string& description) : name(std::move(trainer)), app(description) {}
 

@@ -5,7 +5,6 @@
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/io/ratings.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -355,10 +354,9 @@ TEST_CASE("io: readers are not bothered by binary garbage") {
   CHECK_THROWS_AS(libsvm_of(junk), strata::error);
 }
 
-TEST_CASE("io bag_of_words: parses a large corpus quickly") {
-  // A third of the SpamAssassin docword (2k docs × 115 entries, ~0.5M tokens). The bound is
-  // loose enough for an unoptimised build on a slow machine, yet far below what per-character
-  // iostream parsing or anything quadratic would take.
+TEST_CASE("io bag_of_words: a large corpus parses to its exact counts") {
+  // A third of the SpamAssassin docword (2k docs × 115 entries, ~0.5M tokens). How fast it reads is
+  // a benchmark's business (benchmarks/results/scale/REPORT.md), not this test's.
   std::string text;
   const std::uint32_t D = 2000, per_doc = 115, W = 16000;
   text += std::to_string(D) + "\n" + std::to_string(W) + "\n" + std::to_string(D * per_doc) + "\n";
@@ -366,9 +364,7 @@ TEST_CASE("io bag_of_words: parses a large corpus quickly") {
     for (std::uint32_t i = 0; i < per_doc; ++i)
       text += std::to_string(d) + " " + std::to_string(1 + i * 131 + d % 131) + " " + std::to_string(1 + (d + i) % 3) + "\n";
   std::istringstream in(text);
-  const auto t0 = std::chrono::steady_clock::now();
   const auto b = io::read_bag_of_words(in, "big.txt");
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(b.nnz() == std::size_t{D} * per_doc);
   std::uint64_t tokens = 0;
   for (std::uint32_t d = 0; d < D; ++d)
@@ -377,7 +373,6 @@ TEST_CASE("io bag_of_words: parses a large corpus quickly") {
   std::uint64_t listed = 0;
   for (const auto& doc : b.token_lists()) listed += doc.size();
   CHECK(listed == tokens);
-  CHECK(secs < 3.0);
 }
 
 }  // namespace test_ml_io

@@ -73,7 +73,8 @@ struct bag_of_words {
 namespace detail {
 
 /// Reads one header line that must hold exactly one integer, at most `max`.
-inline std::uint32_t bow_header(line_cursor& lines, std::string_view name, const char* what, std::uint64_t max) {
+template <class Lines>
+std::uint32_t bow_header(Lines& lines, std::string_view name, const char* what, std::uint64_t max) {
   std::string_view line;
   if (!lines.next(line)) fail(name, lines.line_number() + 1, std::string("missing header line ") + what);
   fields f(line);
@@ -88,12 +89,13 @@ inline std::uint32_t bow_header(line_cursor& lines, std::string_view name, const
   return v;
 }
 
-/// Parses a whole docword buffer; `name` only labels error messages.
-inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view name,
-                                       std::uint64_t max_tokens = default_max_tokens) {
+/// Parses docword lines from `lines` (a buffer's or a file's, of `size_bytes` in all); `name` only
+/// labels error messages.
+template <class Lines>
+bag_of_words parse_bag_of_words_lines(Lines& lines, std::string_view name, std::uint64_t size_bytes,
+                                      std::uint64_t max_tokens = default_max_tokens) {
   bag_of_words out;
-  line_cursor lines(text);
-  const std::uint64_t max_dim = std::max<std::uint64_t>(std::uint64_t{1} << 20, text.size());
+  const std::uint64_t max_dim = std::max<std::uint64_t>(std::uint64_t{1} << 20, size_bytes);
   out.num_docs = bow_header(lines, name, "D (number of documents)", max_dim);
   out.num_words = bow_header(lines, name, "W (vocabulary size)", max_dim);
   std::uint64_t nnz = 0;
@@ -108,7 +110,7 @@ inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view n
       fail(name, lines.line_number(), "NNZ " + std::to_string(nnz) + " exceeds D*W");
   }
   // A corrupt NNZ must not make us allocate gigabytes: every entry line takes ≥ 6 bytes.
-  const std::uint64_t cap = std::min<std::uint64_t>(nnz, text.size() / 6 + 1);
+  const std::uint64_t cap = std::min<std::uint64_t>(nnz, size_bytes / 6 + 1);
   out.word_ids.reserve(cap);
   out.counts.reserve(cap);
   out.doc_offsets.assign(static_cast<std::size_t>(out.num_docs) + 1, 0);
@@ -148,8 +150,16 @@ inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view n
   if (out.word_ids.size() != nnz)
     fail(name, lines.line_number(),
          "found " + std::to_string(out.word_ids.size()) + " entries, header says NNZ " + std::to_string(nnz));
+  lines.verify_end();
   for (std::size_t d = 1; d < out.doc_offsets.size(); ++d) out.doc_offsets[d] += out.doc_offsets[d - 1];
   return out;
+}
+
+/// Parses a whole docword buffer; `name` only labels error messages.
+inline bag_of_words parse_bag_of_words(std::string_view text, std::string_view name,
+                                       std::uint64_t max_tokens = default_max_tokens) {
+  buffer_lines lines(text);
+  return parse_bag_of_words_lines(lines, name, text.size(), max_tokens);
 }
 
 /// Parses one non-blank, blank-free entry per line (vocab words, labels).
@@ -187,8 +197,8 @@ inline bag_of_words read_bag_of_words(std::istream& in, std::string_view name, s
 
 /// Reads a UCI docword file. Throws strata::error (bad_input, or the OS code if it cannot open).
 inline bag_of_words read_bag_of_words(const std::filesystem::path& file, std::uint64_t max_tokens = default_max_tokens) {
-  const std::string text = detail::slurp_file(file);
-  return detail::parse_bag_of_words(text, file.string(), max_tokens);
+  detail::file_lines lines(file);
+  return detail::parse_bag_of_words_lines(lines, file.string(), lines.file_size(), max_tokens);
 }
 
 /// Reads a UCI docword stream; on error returns an empty result and sets `ec`.

@@ -55,10 +55,10 @@ struct libsvm_cap {
 
 namespace detail {
 
-/// Parses a whole libsvm buffer; `name` only labels error messages.
-inline libsvm_data parse_libsvm(std::string_view text, std::string_view name, const libsvm_cap& cap = {}) {
+/// Parses libsvm lines from `lines` (a buffer's or a file's); `name` only labels error messages.
+template <class Lines>
+libsvm_data parse_libsvm_lines(Lines& lines, std::string_view name, const libsvm_cap& cap = {}) {
   libsvm_data out;
-  line_cursor lines(text);
   std::string_view line;
   std::size_t widest_line = 0;  // where the largest index is
   while (lines.next(line)) {
@@ -94,6 +94,7 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name, co
     out.labels.push_back(label);
     out.row_offsets.push_back(out.indices.size());
   }
+  lines.verify_end();
   const std::uint64_t max_features = std::max<std::uint64_t>(std::uint64_t{1} << 24, 8 * std::uint64_t{out.nnz()});
   if (out.num_features > max_features)
     refuse(name, widest_line, "feature index " + std::to_string(out.num_features) + " would make that many columns for " +
@@ -101,6 +102,12 @@ inline libsvm_data parse_libsvm(std::string_view text, std::string_view name, co
                                 std::to_string((std::uint64_t{out.num_features} * 16) >> 20) +
                                 " MiB of per-column state; the limit is max(2^24, 8 x stored values)): number the features densely");
   return out;
+}
+
+/// Parses a whole libsvm buffer; `name` only labels error messages.
+inline libsvm_data parse_libsvm(std::string_view text, std::string_view name, const libsvm_cap& cap = {}) {
+  buffer_lines lines(text);
+  return parse_libsvm_lines(lines, name, cap);
 }
 
 }  // namespace detail
@@ -114,8 +121,8 @@ inline libsvm_data read_libsvm(std::istream& in, std::string_view name) {
 /// Reads a libsvm file. Throws strata::error (bad_input or refused naming file:line, or the OS
 /// code if it cannot open).
 inline libsvm_data read_libsvm(const std::filesystem::path& file, const libsvm_cap& cap = {}) {
-  const std::string text = detail::slurp_file(file);
-  return detail::parse_libsvm(text, file.string(), cap);
+  detail::file_lines lines(file);
+  return detail::parse_libsvm_lines(lines, file.string(), cap);
 }
 
 /// Reads a libsvm stream; on error returns an empty result and sets `ec`.

@@ -84,18 +84,50 @@ inline std::vector<std::uint64_t> ids_or_identity(const std::vector<std::uint64_
   return out;
 }
 
-/// Parses a whole buffer; `name` only labels error messages.
-inline rating_set parse_ratings(std::string_view text, std::string_view name) {
+/// The sorted distinct ids among `n` values read by `get(k)`. When the largest id is small enough
+/// for a table of 4 bytes per possible id (all the data sets here), `dense` comes back as that
+/// table (id -> index) and nothing per value is allocated; else `dense` is empty and the caller
+/// looks indices up in the list. Ids 0..n-1 all present come back as the identity (an empty list).
+template <class Get>
+std::vector<std::uint64_t> distinct_ids(std::size_t n, std::uint64_t max_id, Get get, std::vector<std::uint32_t>& dense) {
+  std::vector<std::uint64_t> ids;
+  dense.clear();
+  if (n == 0) return ids;
+  if (max_id < 4 * std::uint64_t{n} + (std::uint64_t{1} << 20)) {
+    dense.assign(static_cast<std::size_t>(max_id) + 1, 0);
+    for (std::size_t k = 0; k < n; ++k) dense[static_cast<std::size_t>(get(k))] = 1;
+    std::uint32_t next = 0;
+    for (std::size_t id = 0; id < dense.size(); ++id)
+      if (dense[id]) dense[id] = next++, ids.push_back(id);  // marks become indices in id order
+    if (next == dense.size()) dense.clear(), ids.clear();   // every id from 0 to the largest: the identity
+    ids.shrink_to_fit();
+    return ids;
+  }
+  ids.reserve(n);
+  for (std::size_t k = 0; k < n; ++k) ids.push_back(get(k));
+  sort_unique(ids);
+  ids.shrink_to_fit();
+  return ids;
+}
+
+/// Parses "user item rating" lines from `lines` (a line_cursor over a buffer or a file_lines over
+/// a file); `name` only labels error messages. Ids that fit in 32 bits (all data sets here) are
+/// kept in the result's own array as read and remapped in place, so the ratings take 12 bytes
+/// each and nothing else per rating; a file with a wider id switches to 24-byte records.
+template <class Lines>
+rating_set parse_ratings_lines(Lines& lines, std::string_view name, std::uint64_t size_bytes) {
   using io::detail::fail;
   using io::detail::quoted;
   struct raw {
     std::uint64_t user, item;
     float value;
   };
-  std::vector<raw> rows;
-  // Lines are at least 6 bytes ("0 0 1\n"): a cheap upper bound that avoids regrowth.
-  rows.reserve(text.size() / 6 + 1);
-  io::detail::line_cursor lines(text);
+  rating_set out;
+  std::vector<raw> wide;  // used once an id passes 2^32-1
+  // Lines are at least 6 bytes ("0 0 1\n"): an upper bound that avoids regrowth (address space
+  // only: pages never written are never resident).
+  out.ratings.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_bytes / 6 + 1, std::uint64_t{1} << 32)));
+  std::uint64_t max_user = 0, max_item = 0;
   std::string_view line;
   while (lines.next(line)) {
     const std::size_t ln = lines.line_number();
@@ -109,25 +141,49 @@ inline rating_set parse_ratings(std::string_view text, std::string_view name) {
     if (tv.empty()) fail(name, ln, "missing rating (want \"user item rating\")");
     if (!io::detail::parse_float(tv, r.value)) fail(name, ln, "bad rating " + quoted(tv) + " (want a finite number)");
     if (!f.at_end()) fail(name, ln, "trailing text " + quoted(f.rest()) + " after the rating");
-    rows.push_back(r);
+    max_user = std::max(max_user, r.user), max_item = std::max(max_item, r.item);
+    if (wide.empty() && std::max(max_user, max_item) <= std::numeric_limits<std::uint32_t>::max()) {
+      out.ratings.push_back({static_cast<std::uint32_t>(r.user), static_cast<std::uint32_t>(r.item), r.value});
+      continue;
+    }
+    if (wide.empty()) {  // the first wide id: move what was read to 24-byte records
+      wide.reserve(out.ratings.size() + 1);
+      for (const auto& n : out.ratings) wide.push_back({n.user, n.item, n.value});
+      out.ratings = {};
+    }
+    wide.push_back(r);
   }
-  if (rows.size() > std::numeric_limits<std::uint32_t>::max())
-    refuse(name, lines.line_number(), "more than 2^32-1 ratings in one file");
-  rating_set out;
-  out.user_ids.reserve(rows.size());
-  out.item_ids.reserve(rows.size());
-  for (const auto& r : rows) out.user_ids.push_back(r.user), out.item_ids.push_back(r.item);
-  sort_unique(out.user_ids);
-  sort_unique(out.item_ids);
-  out.user_ids.shrink_to_fit();
-  out.item_ids.shrink_to_fit();
-  out.num_users = static_cast<std::uint32_t>(out.user_ids.size());
-  out.num_items = static_cast<std::uint32_t>(out.item_ids.size());
-  out.ratings.reserve(rows.size());
-  for (const auto& r : rows) out.ratings.push_back({index_in(out.user_ids, r.user), index_in(out.item_ids, r.item), r.value});
-  drop_identity(out.user_ids);
-  drop_identity(out.item_ids);
+  lines.verify_end();
+  const std::size_t n = wide.empty() ? out.ratings.size() : wide.size();
+  if (n > std::numeric_limits<std::uint32_t>::max()) refuse(name, lines.line_number(), "more than 2^32-1 ratings in one file");
+  std::vector<std::uint32_t> udense, idense;
+  if (wide.empty()) {
+    out.user_ids = distinct_ids(n, max_user, [&](std::size_t k) -> std::uint64_t { return out.ratings[k].user; }, udense);
+    out.item_ids = distinct_ids(n, max_item, [&](std::size_t k) -> std::uint64_t { return out.ratings[k].item; }, idense);
+  } else {
+    out.user_ids = distinct_ids(n, max_user, [&](std::size_t k) { return wide[k].user; }, udense);
+    out.item_ids = distinct_ids(n, max_item, [&](std::size_t k) { return wide[k].item; }, idense);
+    out.ratings.resize(n);
+  }
+  const auto index = [](const std::vector<std::uint64_t>& ids, const std::vector<std::uint32_t>& dense, std::uint64_t id) {
+    if (ids.empty()) return static_cast<std::uint32_t>(id);  // the identity
+    return dense.empty() ? index_in(ids, id) : dense[static_cast<std::size_t>(id)];
+  };
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint64_t u = wide.empty() ? out.ratings[k].user : wide[k].user;
+    const std::uint64_t i = wide.empty() ? out.ratings[k].item : wide[k].item;
+    const float v = wide.empty() ? out.ratings[k].value : wide[k].value;
+    out.ratings[k] = {index(out.user_ids, udense, u), index(out.item_ids, idense, i), v};
+  }
+  out.num_users = n == 0 ? 0 : static_cast<std::uint32_t>(out.user_ids.empty() ? max_user + 1 : out.user_ids.size());
+  out.num_items = n == 0 ? 0 : static_cast<std::uint32_t>(out.item_ids.empty() ? max_item + 1 : out.item_ids.size());
   return out;
+}
+
+/// Parses a whole buffer; `name` only labels error messages.
+inline rating_set parse_ratings(std::string_view text, std::string_view name) {
+  io::detail::buffer_lines lines(text);
+  return parse_ratings_lines(lines, name, text.size());
 }
 }  // namespace detail
 
@@ -145,11 +201,25 @@ inline void share_ids(std::span<rating_set* const> sets, std::span<const std::ui
   }
   detail::sort_unique(users);
   detail::sort_unique(items);
-  for (rating_set* s : sets) {
-    for (auto& r : s->ratings) {
-      r.user = detail::index_in(users, s->user_id(r.user));
-      r.item = detail::index_in(items, s->item_id(r.item));
+  // The new index of each set's old one, as a table per set (a lookup per rating in the union
+  // costs seconds on 100M ratings); a set whose table is the identity is left as it is.
+  const auto remap = [](const rating_set& s, const std::vector<std::uint64_t>& ids, std::uint32_t n, bool user) {
+    std::vector<std::uint32_t> to(n);
+    bool same = true;
+    for (std::uint32_t k = 0; k < n; ++k) {
+      to[k] = detail::index_in(ids, user ? s.user_id(k) : s.item_id(k));
+      same = same && to[k] == k;
     }
+    if (same) to.clear();
+    return to;
+  };
+  for (rating_set* s : sets) {
+    const auto tu = remap(*s, users, s->num_users, true), ti = remap(*s, items, s->num_items, false);
+    if (!tu.empty() || !ti.empty())
+      for (auto& r : s->ratings) {
+        if (!tu.empty()) r.user = tu[r.user];
+        if (!ti.empty()) r.item = ti[r.item];
+      }
     s->num_users = static_cast<std::uint32_t>(users.size());
     s->num_items = static_cast<std::uint32_t>(items.size());
   }
@@ -174,8 +244,8 @@ inline rating_set read_ratings(std::istream& in, std::string_view name) {
 /// Reads ratings from a file. Throws strata::error: bad_input for a malformed line, or the OS
 /// error code when the file cannot be opened.
 inline rating_set read_ratings(const std::filesystem::path& file) {
-  const std::string text = io::detail::slurp_file(file);
-  return detail::parse_ratings(text, file.string());
+  io::detail::file_lines lines(file);
+  return detail::parse_ratings_lines(lines, file.string(), lines.file_size());
 }
 
 /// Reads ratings from a stream; on error returns an empty set and sets `ec` instead of throwing.

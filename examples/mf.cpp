@@ -65,6 +65,9 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   app.add_option("--lr", mo.lr, "initial learning rate")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--decay", mo.decay, "learning-rate decay: lr/(1+decay*t)")->check(strata::examples::non_negative)->capture_default_str();
   app.add_option("--lambda", mo.lambda, "regularisation weight of the loss")->check(strata::examples::non_negative)->capture_default_str();
+  app.add_flag("--weighted-lambda", mo.weighted_lambda,
+               "weigh each user's and item's norm in the loss by its rating count (ALS-WR; LIBMF's per-step lambda): every SGD step "
+               "takes lambda, so try --lambda near LIBMF's 0.01-0.1");
   app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--block", mo.block, "users/items per parameter-server row")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
@@ -124,7 +127,7 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer
                                 const ml::io::rating_set& test) {
   auto c = ex::run_config(cli.so, "mf", mo.iterations);
   c.set("eval_every", mo.eval_every);
-  c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda)
+  c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda).set("weighted_lambda", mo.weighted_lambda)
       .set("rotation", mo.rotation).set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
       .set("train_ratings", train.size()).set("test_ratings", test.size()).set("data", cli.data);
   if (!cli.load.empty()) c.set("load", cli.load);
@@ -265,6 +268,7 @@ int main(int argc, char** argv) {
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
     if (pf.repeat > 1 && (ckpt || cli.so.is_tcp() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
+    if (pf.mode == "ccd" && mo.weighted_lambda) throw std::runtime_error("--weighted-lambda is for --mode sgd and rotation (CCD++ weighs lambda its own way)");
     if (pf.mode == "ccd") {
       const auto data = cli.timed_read([&] { return read_data(cli, nullptr); });
       return train_ccd(cli, mo, pf, data.first, data.second);

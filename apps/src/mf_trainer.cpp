@@ -149,12 +149,10 @@ double mf_baseline_updates_per_s(const io::rating_set& train, const mf_trainer_o
   std::vector<float> U(std::size_t{train.num_users} * W1), V(std::size_t{train.num_items} * W1);
   for (std::size_t i = 0; i < U.size(); ++i) U[i] = detail::mf_init(o.seed, 0, i / W1, static_cast<std::uint32_t>(i % W1), R, o.init_scale);
   for (std::size_t i = 0; i < V.size(); ++i) V[i] = detail::mf_init(o.seed, 1, i / W1, static_cast<std::uint32_t>(i % W1), R, o.init_scale);
-  std::vector<std::uint32_t> n_user(train.num_users, 0), n_item(train.num_items, 0);
-  for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
-  const float mu = static_cast<float>(train.mean()), lam = static_cast<float>(o.lambda);
-  std::vector<float> reg_user(train.num_users), reg_item(train.num_items);  // as the trainer: lambda / count, once
-  for (std::size_t u = 0; u < reg_user.size(); ++u) reg_user[u] = n_user[u] ? lam / static_cast<float>(n_user[u]) : 0.0f;
-  for (std::size_t i = 0; i < reg_item.size(); ++i) reg_item[i] = n_item[i] ? lam / static_cast<float>(n_item[i]) : 0.0f;
+  const float mu = static_cast<float>(train.mean());
+  const auto reg = mf_regularise(train.ratings, train.num_users, train.num_items, o.lambda, o.weighted_lambda);  // as the trainer
+  const float* reg_user = reg.step_user.data();
+  const float* reg_item = reg.step_item.data();
   std::vector<std::uint32_t> order(train.size());
   std::iota(order.begin(), order.end(), 0u);
   std::mt19937_64 rng(o.seed);

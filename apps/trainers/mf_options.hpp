@@ -16,7 +16,9 @@ struct mf_trainer_options : run_options {
   std::uint32_t rank = 16;         ///< factor width (plus one bias column per row)
   double lr = 0.01;                ///< η0 of the schedule η_t = η0 / (1 + decay·t)
   double decay = 0.05;             ///< learning-rate decay per iteration
-  double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i)
+  double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i; weighted_lambda: λ per step)
+  bool weighted_lambda = false;    ///< the loss weighs each user's and item's norm by its rating count, so
+                                   ///< every SGD step takes λ (ALS-WR's and LIBMF's form; ml::mf_regularise)
   std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings
                                        ///< (data-parallel mode; rotation: P clocks per epoch)
   bool rotation = false;           ///< DSGD-style block rotation (see the file comment) instead of data-parallel SGD

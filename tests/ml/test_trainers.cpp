@@ -77,6 +77,41 @@ TEST_CASE("distributed MF (4 workers, SSP and ESSP) agrees with the sequential r
   CHECK(a.sgd_updates == ref.epochs * train.size());
 }
 
+TEST_CASE("MF weighted-lambda: the objective is the count-weighted loss of the final model, 1 and 4 BSP workers agree") {
+  const auto [train, test] = synthetic_ratings(5);
+  auto o = mf_opts();
+  o.weighted_lambda = true;
+  o.lambda = 0.05;  // per step, as in LIBMF
+  o.keep_model = true;
+  o.eval_every = o.iterations;  // the last iteration's objective is the true model's
+  strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});
+  const auto a = strata::ml::train_mf(one, train, test, o);
+  const auto& m = a.model;
+  REQUIRE(m.num_users == train.num_users);
+  // The loss Σ (r − r̂)² + λ Σ n_u ‖u‖² + λ Σ n_i ‖v_i‖², from the model and the data alone.
+  std::vector<double> n_user(m.num_users, 0), n_item(m.num_items, 0);
+  double sq = 0;
+  for (const auto& r : train.ratings) {
+    const double e = r.value - m.predict(r.user, r.item);
+    sq += e * e;
+    ++n_user[r.user], ++n_item[r.item];
+  }
+  double weighted = 0, plain = 0;
+  for (std::uint32_t u = 0; u < m.num_users; ++u)
+    weighted += n_user[u] * strata::ml::mf_sq_norm(m.user(u)), plain += strata::ml::mf_sq_norm(m.user(u));
+  for (std::uint32_t i = 0; i < m.num_items; ++i)
+    weighted += n_item[i] * strata::ml::mf_sq_norm(m.item(i)), plain += strata::ml::mf_sq_norm(m.item(i));
+  const double reported = a.iterations.back().objective;
+  INFO("reported " << reported << ", weighted loss " << sq + o.lambda * weighted << ", plain loss " << sq + o.lambda * plain);
+  CHECK(reported == doctest::Approx(sq + o.lambda * weighted).epsilon(1e-4));
+  CHECK(std::abs(reported - (sq + o.lambda * plain)) > 1e-3 * reported);  // the two forms are told apart
+  CHECK(a.iterations.back().objective < a.iterations.front().objective);
+  strata::system<strata::bsp> four({.nodes = 2, .workers_per_node = 2});
+  const auto b = strata::ml::train_mf(four, train, test, o);
+  CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.05);
+  CHECK(b.iterations.back().objective == doctest::Approx(reported).epsilon(0.05));
+}
+
 TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within 0.05 RMSE, and async learns") {
   const auto [train, test] = synthetic_ratings(11);
   strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});

@@ -157,7 +157,7 @@ struct mf_training {
   std::vector<std::uint32_t> start_user, start_item;
   table_handle<dense_row<float>> Wt, Ht;
   float mu = 0;
-  std::vector<float> reg_user, reg_item;  // each user's and item's λ over its rating count
+  mf_regularisation reg;                  // each user's and item's per-step λ and its weight in the loss
   std::vector<std::uint32_t> owner;       // the worker of each user block
   std::vector<std::vector<io::rating>> part, test_part;
   std::vector<std::uint32_t> igroup;      // rotation: the group of each item block
@@ -215,15 +215,8 @@ struct mf_training {
     ub = (nu + B - 1) / B;
     ib = (ni + B - 1) / B;
   }
-  /// Each user's and item's regularisation weight in an SGD step: lambda over its rating count.
-  void weigh_regularisation() {
-    std::vector<std::uint32_t> n_user(nu, 0), n_item(ni, 0);
-    for (const auto& r : train.ratings) ++n_user[r.user], ++n_item[r.item];
-    reg_user.resize(nu);
-    reg_item.resize(ni);
-    for (std::uint32_t u = 0; u < nu; ++u) reg_user[u] = n_user[u] ? static_cast<float>(o.lambda) / static_cast<float>(n_user[u]) : 0.0f;
-    for (std::uint32_t i = 0; i < ni; ++i) reg_item[i] = n_item[i] ? static_cast<float>(o.lambda) / static_cast<float>(n_item[i]) : 0.0f;
-  }
+  /// Each user's and item's regularisation in an SGD step and in the loss (ml::mf_regularise).
+  void weigh_regularisation() { reg = mf_regularise(train.ratings, nu, ni, o.lambda, o.weighted_lambda); }
   /// Partition by user block, balanced by ratings (balanced_partition).
   void partition_users() {
     std::vector<std::uint64_t> per_block(ub, 0);

@@ -76,12 +76,18 @@ class mf_worker {
   /// Σ‖·‖² of this worker's user blocks and of the item blocks it owns (b % P == p) and `loaded`
   /// says it holds (all: `all_items`).
   double reg_norms(bool all_items) const {
-    const std::size_t bw = t_.bw;
     double reg = 0;
-    for (std::uint32_t b : st_.ublocks) reg += mf_sq_norm(std::span<const float>(st_.Wl.data() + b * bw, bw));
+    for (std::uint32_t b : st_.ublocks) reg += block_norm(st_.Wl.data(), b, t_.nu, t_.reg.weight_user);
     for (std::uint32_t b : st_.iblocks)
-      if (b % t_.P == p_ && (all_items || st_.loaded[b])) reg += mf_sq_norm(std::span<const float>(st_.Hl.data() + b * bw, bw));
+      if (b % t_.P == p_ && (all_items || st_.loaded[b])) reg += block_norm(st_.Hl.data(), b, t_.ni, t_.reg.weight_item);
     return reg;
+  }
+  /// Σ c_k ‖row k‖² over block b's rows (a block past the last row is padding: zeros).
+  double block_norm(const float* rows, std::uint32_t b, std::uint32_t n, const std::vector<float>& weight) const {
+    double s = 0;
+    for (std::uint32_t k = b * t_.B; k < std::min(n, (b + 1) * t_.B); ++k)
+      s += weight[k] * mf_sq_norm(std::span<const float>(rows + std::size_t{k} * t_.W1, t_.W1));
+    return s;
   }
   /// The training objective of the model in Wl / Hl: squared error over this worker's ratings plus
   /// lambda times the squared norms of its user blocks and the item blocks it owns.
@@ -188,8 +194,8 @@ class mf_worker {
   __attribute__((noinline)) double steps(std::size_t x, std::size_t end, float eta) {
     const io::rating* data = st_.data.data();
     const std::uint32_t* order = st_.order.data();
-    const float* reg_user = t_.reg_user.data();
-    const float* reg_item = t_.reg_item.data();
+    const float* reg_user = t_.reg.step_user.data();
+    const float* reg_item = t_.reg.step_item.data();
     float* const W = st_.Wl.data();
     float* const H = st_.Hl.data();
     const std::uint32_t R = t_.R, W1 = t_.W1, repeat = o_.work_repeat;

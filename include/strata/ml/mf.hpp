@@ -72,6 +72,36 @@ inline double mf_sq_norm(std::span<const float> row) noexcept {
   return s;
 }
 
+/// Each user's and item's regularisation in one SGD step, and each one's weight in the loss
+/// Σ_Ω (r − r̂)² + λ Σ_u c_u ‖u‖² + λ Σ_i c_i ‖v_i‖². Plain (`weighted` false): c = 1, λ weighs the
+/// whole loss, so a step on one of user u's n_u ratings takes λ / n_u. Weighted-λ (ALS-WR's form,
+/// and what a per-rating step of λ means in LIBMF and most SGD codes): c = n, so every step takes λ
+/// and users and items with many ratings are held back in proportion; on data where counts span
+/// orders of magnitude (Netflix's shape) it generalises better. Users or items without ratings
+/// take no step and weigh 1 (plain) or 0 (weighted) in the loss.
+struct mf_regularisation {
+  std::vector<float> step_user, step_item;      ///< per-step λ of each user and item
+  std::vector<float> weight_user, weight_item;  ///< c of each in the loss
+};
+inline mf_regularisation mf_regularise(std::span<const io::rating> ratings, std::uint32_t num_users, std::uint32_t num_items,
+                                       double lambda, bool weighted) {
+  std::vector<std::uint32_t> n_user(num_users, 0), n_item(num_items, 0);
+  for (const auto& r : ratings) ++n_user[r.user], ++n_item[r.item];
+  mf_regularisation g;
+  const auto fill = [&](const std::vector<std::uint32_t>& n, std::vector<float>& step, std::vector<float>& weight) {
+    step.resize(n.size());
+    weight.resize(n.size());
+    for (std::size_t k = 0; k < n.size(); ++k) {
+      const float c = static_cast<float>(n[k]);
+      step[k] = n[k] == 0 ? 0.0f : weighted ? static_cast<float>(lambda) : static_cast<float>(lambda) / c;
+      weight[k] = weighted ? c : 1.0f;
+    }
+  };
+  fill(n_user, g.step_user, g.weight_user);
+  fill(n_item, g.step_item, g.weight_item);
+  return g;
+}
+
 /// Σ (r − offset − u_i·v_j)² over `ratings`; user_row(i) / item_row(j) return the factor rows
 /// (anything convertible to std::span<const float>). A partial sum a worker can report.
 template <class UserRow, class ItemRow>

@@ -65,6 +65,9 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   app.add_option("--lr", mo.lr, "initial learning rate")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--decay", mo.decay, "learning-rate decay: lr/(1+decay*t)")->check(strata::examples::non_negative)->capture_default_str();
   app.add_option("--lambda", mo.lambda, "regularisation weight of the loss")->check(strata::examples::non_negative)->capture_default_str();
+  app.add_flag("--user-order", mo.user_order,
+               "visit each item block's ratings in user order (blocks in random order: LIBMF's partial random order), "
+               "not shuffled: far fewer cache misses once the users' factors outgrow the cache");
   app.add_flag("--weighted-lambda", mo.weighted_lambda,
                "weigh each user's and item's norm in the loss by its rating count (ALS-WR; LIBMF's per-step lambda): every SGD step "
                "takes lambda, so try --lambda near LIBMF's 0.01-0.1");
@@ -127,7 +130,7 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer
                                 const ml::io::rating_set& test) {
   auto c = ex::run_config(cli.so, "mf", mo.iterations);
   c.set("eval_every", mo.eval_every);
-  c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda).set("weighted_lambda", mo.weighted_lambda)
+  c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda).set("weighted_lambda", mo.weighted_lambda).set("user_order", mo.user_order)
       .set("rotation", mo.rotation).set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
       .set("train_ratings", train.size()).set("test_ratings", test.size()).set("data", cli.data);
   if (!cli.load.empty()) c.set("load", cli.load);

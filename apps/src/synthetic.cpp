@@ -206,11 +206,13 @@ char* put_le32(char* p, std::uint32_t v) noexcept {
 
 /// A binary truth file's header: the 8-byte magic and its uint32 sizes.
 void binary_header(out_file& f, const char (&magic)[9], std::initializer_list<std::uint32_t> sizes) {
-  char h[8 + 4 * 4];
-  std::memcpy(h, magic, 8);
-  char* p = h + 8;
-  for (const std::uint32_t v : sizes) p = put_le32(p, v);
-  f.append_binary(h, static_cast<std::size_t>(p - h));
+  std::string h(magic, 8);  // a string, not a fixed array: GCC's -O3 cannot bound the list's length
+  for (const std::uint32_t v : sizes) {
+    char le[4];
+    put_le32(le, v);
+    h.append(le, 4);
+  }
+  f.append_binary(h.data(), h.size());
 }
 
 /// Float32 values, little-endian.

@@ -17,6 +17,11 @@ struct mf_trainer_options : run_options {
   double lr = 0.01;                ///< η0 of the schedule η_t = η0 / (1 + decay·t)
   double decay = 0.05;             ///< learning-rate decay per iteration
   double lambda = 5;               ///< λ of the loss (per-step λ/n_u, λ/n_i; weighted_lambda: λ per step)
+  /// Inside an item block, visit the ratings in user order rather than in a fresh random order each
+  /// epoch (the blocks' order stays random): LIBMF's "partial random" order. When a worker's user
+  /// factors outgrow the cache (Netflix's 480k users: 62 MB per worker at rank 64) each random
+  /// visit misses it; in user order the factor rows stream.
+  bool user_order = false;
   bool weighted_lambda = false;    ///< the loss weighs each user's and item's norm by its rating count, so
                                    ///< every SGD step takes λ (ALS-WR's and LIBMF's form; ml::mf_regularise)
   std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings

@@ -112,6 +112,25 @@ TEST_CASE("MF weighted-lambda: the objective is the count-weighted loss of the f
   CHECK(b.iterations.back().objective == doctest::Approx(reported).epsilon(0.05));
 }
 
+TEST_CASE("MF user order (LIBMF's partial random order) trains as well as the shuffled order, ESSP and BSP alike") {
+  const auto [train, test] = synthetic_ratings(13);
+  auto shuffled = mf_opts();
+  auto ordered = mf_opts();
+  ordered.user_order = true;
+  strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 2});
+  const auto a = strata::ml::train_mf(s1, train, test, shuffled);
+  strata::system<strata::bsp> s2({.nodes = 1, .workers_per_node = 2});
+  const auto b = strata::ml::train_mf(s2, train, test, ordered);
+  strata::system<strata::essp<2>> s3({.nodes = 1, .workers_per_node = 2});
+  const auto c = strata::ml::train_mf(s3, train, test, ordered);
+  INFO("shuffled " << a.final_rmse << ", user order bsp " << b.final_rmse << ", essp " << c.final_rmse << ", from "
+                   << b.iterations.front().metric);
+  CHECK(b.final_rmse < b.iterations.front().metric - 0.1);  // it learns
+  CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.05);
+  CHECK(std::abs(b.final_rmse - c.final_rmse) < 0.05);
+  CHECK(b.sgd_updates == a.sgd_updates);  // every rating once per epoch in both orders
+}
+
 TEST_CASE("MF: 1-worker BSP, 4-worker BSP and ESSP reach the same quality within 0.05 RMSE, and async learns") {
   const auto [train, test] = synthetic_ratings(11);
   strata::system<strata::bsp> one({.nodes = 1, .workers_per_node = 1});

@@ -159,7 +159,8 @@ struct mf_training {
   float mu = 0;
   mf_regularisation reg;                  // each user's and item's per-step λ and its weight in the loss
   std::vector<std::uint32_t> owner;       // the worker of each user block
-  std::vector<std::vector<io::rating>> part, test_part;
+  std::vector<std::vector<io::rating>> test_part;  // each worker's test ratings (its training ratings are
+                                                  // grouped straight from `train` into its state: no copy between)
   std::vector<std::uint32_t> igroup;      // rotation: the group of each item block
   std::uint32_t K = 1;                    // clocks per epoch
   // Who trained each item block last: (iteration << 32) | (worker + 1), for block_conflicts.
@@ -222,9 +223,7 @@ struct mf_training {
     std::vector<std::uint64_t> per_block(ub, 0);
     for (const auto& r : train.ratings) ++per_block[r.user / B];
     owner = balanced_partition(per_block, P);
-    part.resize(P);
     test_part.resize(P);
-    for (const auto& r : train.ratings) part[owner[r.user / B]].push_back(r);
     for (const auto& r : test.ratings) test_part[owner[r.user / B]].push_back(r);
   }
   /// Rotation: the group of each item block, so that every (worker, group) cell has about the same
@@ -320,8 +319,9 @@ struct mf_training {
   /// Blocks worker p reads: its user blocks, and the item blocks of its train and test ratings.
   void find_blocks(mf_worker_state& st, worker_id p) const {
     std::vector<char> uu(ub, 0), ii(ib, 0);
-    for (const auto* set : {&part[p], &test_part[p]})
-      for (const auto& r : *set) uu[r.user / B] = 1, ii[r.item / B] = 1;
+    for (const auto& r : train.ratings)
+      if (owner[r.user / B] == p) uu[r.user / B] = 1, ii[r.item / B] = 1;
+    for (const auto& r : test_part[p]) uu[r.user / B] = 1, ii[r.item / B] = 1;
     for (std::uint32_t b = 0; b < ub; ++b)
       if (uu[b]) st.ublocks.push_back(b);
     for (std::uint32_t b = 0; b < ib; ++b)
@@ -352,15 +352,20 @@ struct mf_training {
   }
   /// Worker p's ratings grouped by item block, each block's in their original order (a counting sort).
   void group_ratings(mf_worker_state& st, worker_id p) const {
-    const auto& mine = part[p];
     std::vector<std::size_t> at(std::size_t{ib} + 1, 0);
-    for (const auto& r : mine) ++at[r.item / B + 1];
+    for (const auto& r : train.ratings)
+      if (owner[r.user / B] == p) ++at[r.item / B + 1];
     for (std::uint32_t b = 0; b < ib; ++b) {
       if (at[b + 1] > 0) st.groups.emplace_back(at[b], at[b] + at[b + 1]), st.train_block[b] = 1;
       at[b + 1] += at[b];
     }
-    st.data.resize(mine.size());
-    for (const auto& r : mine) st.data[at[r.item / B]++] = r;
+    st.data.resize(at[ib]);
+    for (const auto& r : train.ratings)
+      if (owner[r.user / B] == p) st.data[at[r.item / B]++] = r;
+    if (o.user_order)
+      for (auto [g0, g1] : st.groups)
+        std::stable_sort(st.data.begin() + static_cast<std::ptrdiff_t>(g0), st.data.begin() + static_cast<std::ptrdiff_t>(g1),
+                         [](const io::rating& a, const io::rating& b) { return a.user < b.user; });
     st.order.assign(st.data.size(), 0);  // its pages touched now, in the set-up
     st.order.clear();
   }

@@ -162,7 +162,8 @@ class mf_worker {
     rec_.charge_eval(p_, since(t0));
     rec_.end_iteration(w_, 0);
   }
-  /// A new epoch: random block order, random order inside each block (rotation: by sub-epoch).
+  /// A new epoch: random block order, random order inside each block (user_order: user order;
+  /// rotation: by sub-epoch).
   void new_epoch() {
     auto& data = st_.data;
     auto& order = st_.order;
@@ -174,7 +175,8 @@ class mf_worker {
     for (std::uint32_t s = 0; s < (rotation ? K : 1); ++s)
       for (auto [g0, g1] : st_.groups) {
         if (rotation && t_.igroup[data[g0].item / B] != (p_ + s) % P) continue;
-        std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), st_.rng);
+        if (!o_.user_order)  // else the block stays in user order (mf_training::group_ratings)
+          std::shuffle(data.begin() + static_cast<std::ptrdiff_t>(g0), data.begin() + static_cast<std::ptrdiff_t>(g1), st_.rng);
         st_.runs.emplace_back(order.size(), data[g0].item / B);
         const std::size_t at = order.size();
         order.resize(at + (g1 - g0));

@@ -133,9 +133,9 @@ inline std::optional<file_check> read_check(const std::filesystem::path& data) {
 inline void verify_check(const std::filesystem::path& data, const file_check& want, const file_check& seen) {
   if (want == seen) return;
   std::string what = data.string() + ": does not match " + check_path(data).filename().string() + ": ";
-  if (seen.bytes < want.bytes)
-    what += "cut short (" + std::to_string(seen.bytes) + " of " + std::to_string(want.bytes) + " bytes, " +
-            std::to_string(seen.lines) + " of " + std::to_string(want.lines) + " lines)";
+  if (seen.bytes < want.bytes)  // lines are unknown when the size alone told (a reader checks it on opening)
+    what += "cut short (" + std::to_string(seen.bytes) + " of " + std::to_string(want.bytes) + " bytes" +
+            (seen.lines > 0 ? ", " + std::to_string(seen.lines) + " of " + std::to_string(want.lines) + " lines)" : std::string(")"));
   else if (seen.bytes != want.bytes || seen.lines != want.lines)
     what += std::to_string(seen.bytes) + " bytes in " + std::to_string(seen.lines) + " lines where " +
             std::to_string(want.bytes) + " in " + std::to_string(want.lines) + " were written";

@@ -25,12 +25,12 @@ settings come from a grid tuned with like effort (in the report); strata runs wi
 import argparse
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from perf_experiment import field, med  # the same summary-field parser and NaN-skipping median
 
 GEN = os.path.expanduser("~/.cache/strata/gen")
 
@@ -44,16 +44,6 @@ def timed(cmd, env=None):
             sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
         wall, kb = tf.read().split()[-2:]
     return r.stdout, float(wall), int(kb) / 1024
-
-
-def field(text, name):
-    m = re.search(rf"\b{name}=([-+0-9.eE]+)", text)
-    return float(m.group(1)) if m else float("nan")
-
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
 
 
 class Strata:

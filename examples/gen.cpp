@@ -32,10 +32,10 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 namespace {
@@ -92,12 +92,6 @@ std::string number(double v) {
   return buf;
 }
 
-double peak_rss_mb() {
-  struct rusage u {};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;  // kilobytes on Linux
-}
-
 /// A progress line on a terminal ("gen mf: 37%"), nothing otherwise.
 gen::progress_fn progress_display(const std::string& kind, bool quiet) {
   if (quiet || !::isatty(STDERR_FILENO)) return {};
@@ -112,18 +106,16 @@ gen::progress_fn progress_display(const std::string& kind, bool quiet) {
 int finish(const std::string& kind, const common_flags& c, const std::string& name, const strata::json_value& params,
            const std::function<void(const fs::path&, const gen::progress_fn&)>& generate) {
   const fs::path dir = c.out.empty() ? gen::default_out_dir(kind, name, c.seed) : fs::path(c.out);
-  if (!c.force) {
-    if (const auto truth = gen::cached_truth(dir, params)) {
-      std::printf("gen: %s is up to date (truth.json and every check file match; --force regenerates)\n", dir.c_str());
-      std::printf("%s peak_rss_mb=%.1f\n", gen::summary_line(*truth).c_str(), peak_rss_mb());
-      return 0;
-    }
+  auto truth = c.force ? std::nullopt : gen::cached_truth(dir, params);
+  if (truth) {
+    std::printf("gen: %s is up to date (truth.json and every check file match; --force regenerates)\n", dir.c_str());
+  } else {
+    generate(dir, progress_display(kind, c.quiet));
+    truth = gen::cached_truth(dir, params);
+    if (!truth) throw std::runtime_error(dir.string() + ": the files just written do not match their truth.json");
+    std::printf("gen: wrote %s\n", dir.c_str());
   }
-  generate(dir, progress_display(kind, c.quiet));
-  const auto truth = gen::cached_truth(dir, params);
-  if (!truth) throw std::runtime_error(dir.string() + ": the files just written do not match their truth.json");
-  std::printf("gen: wrote %s\n", dir.c_str());
-  std::printf("%s peak_rss_mb=%.1f\n", gen::summary_line(*truth).c_str(), peak_rss_mb());
+  std::printf("%s peak_rss_mb=%.1f\n", gen::summary_line(*truth).c_str(), strata::examples::peak_rss_mb());
   return 0;
 }
 

@@ -56,6 +56,14 @@ inline std::uint64_t address_space_limit() {
   return static_cast<std::uint64_t>(lim.rlim_cur);
 }
 
+/// This process's peak resident memory so far, in MiB (getrusage's ru_maxrss, kilobytes on Linux:
+/// every allocation the process touched, the data it read included).
+inline double peak_rss_mb() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
 /// Refuses, before allocating, a setting whose memory (`bytes`, an estimate) exceeds the machine's
 /// physical memory or the process's address-space limit, whichever is less: "FLAG: WHAT would need
 /// N MiB, more than this machine's M MiB of memory" (or "... this process's address-space limit of

@@ -14,7 +14,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <sys/resource.h>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -95,14 +94,6 @@ inline std::function<void(const iteration_record&)> progress_printer(progress_li
                   static_cast<long long>(ws.empty() ? 0 : ws.begin()->first),
                   static_cast<long long>(ws.empty() ? 0 : ws.rbegin()->first), it.wait_s, view));
   };
-}
-
-/// This process's peak resident memory so far, in MiB (getrusage's ru_maxrss: every allocation
-/// the process touched, the data it read included).
-inline double peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
 /// The summary of a run, one line of key=value fields. Rank 0 prints "<trainer> summary:

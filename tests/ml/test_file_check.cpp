@@ -6,6 +6,8 @@
 // switch to 64-bit records) agree with each other.
 #include <doctest/doctest.h>
 
+#include "../support/io_files.hpp"
+
 #include <strata/core/error.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/io/file_check.hpp>
@@ -28,23 +30,10 @@
 namespace test_ml_file_check {
 
 namespace io = strata::ml::io;
+using strata_test::bad_input_message;
+using strata_test::temp_file;
 
 namespace {
-
-/// A file (and its check file, if one is made) under the system temp folder, removed at the end.
-struct temp_file {
-  std::filesystem::path path;
-  temp_file(const std::string& name, const std::string& text)
-      : path(std::filesystem::temp_directory_path() / ("strata_test_file_check_" + std::to_string(::getpid()) + "_" + name)) {
-    write(text);
-  }
-  void write(const std::string& text) const { std::ofstream(path, std::ios::binary | std::ios::trunc) << text; }
-  ~temp_file() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    std::filesystem::remove(io::check_path(path), ec);
-  }
-};
 
 /// Every line file_lines gives for `path` with chunks of `chunk` bytes.
 std::vector<std::string> file_lines_of(const std::filesystem::path& path, std::size_t chunk) {
@@ -64,18 +53,6 @@ std::vector<std::string> cursor_lines_of(std::string_view text) {
   std::string_view line;
   while (lines.next(line)) out.emplace_back(line);
   return out;
-}
-
-/// The message of the strata::error(bad_input) that `f` throws; "" if none.
-template <class F>
-std::string bad_input_message(F&& f) {
-  try {
-    f();
-  } catch (const strata::error& e) {
-    CHECK(e.code() == strata::errc::bad_input);
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "../support/io_files.hpp"
+
 #include <strata/core/error.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/io/libsvm.hpp>
@@ -19,22 +21,10 @@
 namespace test_ml_io {
 
 namespace io = strata::ml::io;
+using strata_test::bad_input_message;
+using strata_test::temp_file;
 
 namespace {
-
-/// The message of the strata::error that `f` throws, checking it is bad_input; "" if none.
-template <class F>
-std::string bad_input_message(F&& f) {
-  try {
-    f();
-  } catch (const strata::error& e) {
-    CHECK(e.code() == strata::errc::bad_input);
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("threw a non-strata exception: " << e.what());
-  }
-  return "";
-}
 
 /// The message of the strata::error that `f` throws, checking it is a refusal (errc::refused: a
 /// well-formed file past a limit) that does not call itself malformed; "" if none.
@@ -64,19 +54,6 @@ io::libsvm_data libsvm_of(const std::string& text) {
   std::istringstream in(text);
   return io::read_libsvm(in, "x.txt");
 }
-
-/// A file under the system temp folder, removed when the test ends.
-struct temp_file {
-  std::filesystem::path path;
-  temp_file(const std::string& name, const std::string& text)
-      : path(std::filesystem::temp_directory_path() / ("strata_test_io_" + std::to_string(::getpid()) + "_" + name)) {
-    std::ofstream(path, std::ios::binary) << text;
-  }
-  ~temp_file() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-};
 
 }  // namespace
 

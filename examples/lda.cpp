@@ -7,7 +7,8 @@
 // which --load --iterations 0 reads back to print their log p(w | z) and top words (the topic
 // assignments are not saved, so a chain cannot resume from them). --mode rotation trains by
 // STRADS word rotation instead (apps/trainers/lda_rotation.hpp: model-parallel, no
-// table; --consistency does not matter there).
+// table; --consistency does not matter there). --save-z writes the final topic assignments in
+// WarpLDA's .z format, for benchmarks/lda_z_loglik.cpp.
 //
 //   strata_lda --consistency essp --staleness 2 --workers 4 --topics 20 --iterations 20 --vocab ~/.cache/strata/vocab.spam.txt
 //   strata_lda --sampler mh --mh-steps 2 --workers 2 --topics 50 --iterations 20 --bench-baseline
@@ -47,6 +48,7 @@ struct lda_flags {
   std::uint32_t max_docs = 0;
   std::uint64_t max_tokens = ml::io::default_max_tokens;
   std::string sampler = "sparse";
+  std::string save_z;
 };
 
 void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
@@ -54,6 +56,9 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
       ->check(CLI::IsMember({"ps", "rotation"}))
       ->capture_default_str();
   app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
+  app.add_option("--save-z", f.save_z,
+                 "write the final topic assignments to FILE, one document per line as WarpLDA's .z (<tokens> <word>:<topic> ...; "
+                 "--mode ps, one process)");
   app.add_option("--max-tokens", f.max_tokens, "refuse a corpus of more tokens (sum of counts; 4 bytes of topic assignment each)")
       ->capture_default_str();
   app.add_option("--topics", lo.topics, "number of topics K")->check(strata::examples::positive)->capture_default_str();
@@ -64,6 +69,9 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
       ->capture_default_str();
   app.add_option("--mh-steps", lo.mh_steps, "with --sampler mh: doc + word proposal pairs per token")
       ->check(strata::examples::positive)
+      ->capture_default_str();
+  app.add_option("--mh-dense-mb", lo.mh_dense_mb,
+                 "with --sampler mh: MiB per worker for dense rows of its most frequent words (the rest sparse; 0: all sparse)")
       ->capture_default_str();
   app.add_option("--vocab", f.vocab, "vocabulary FILE (word w on line w, e.g. vocab.spam.txt): print each topic's top words");
   app.add_option("--top", f.top, "how many top words per topic to print (word ids without --vocab)")->capture_default_str();
@@ -129,7 +137,7 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::lda_traine
   auto c = ex::run_config(cli.so, f.mode == "rotation" ? "lda_rotation" : "lda", lo.iterations);
   c.set("eval_every", lo.eval_every);
   c.set("sampler", f.sampler);
-  if (f.sampler == "mh") c.set("mh_steps", lo.mh_steps);
+  if (f.sampler == "mh") c.set("mh_steps", lo.mh_steps).set("mh_dense_mb", lo.mh_dense_mb);
   c.set("topics", lo.topics).set("alpha", lo.alpha).set("beta", lo.beta).set("docs", corpus.words.size())
       .set("vocab", corpus.vocab_size).set("tokens", corpus.tokens()).set("data", cli.data);
   return c;
@@ -196,6 +204,9 @@ int main(int argc, char** argv) {
     lo.sampler = f.sampler == "mh" ? ml::lda_sampler::mh : ml::lda_sampler::sparse;
     if (f.sampler == "mh" && f.mode == "rotation") throw std::runtime_error("--sampler mh is for --mode ps");
     if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
+    if (!f.save_z.empty() && (f.mode == "rotation" || cli.so.is_tcp()))
+      throw std::runtime_error("--save-z is for --mode ps in one process (each process holds only its workers' documents)");
+    lo.keep_assignments = !f.save_z.empty();
 
     const auto config = trace_config(cli, lo, f, corpus);
     {  // what a checkpoint must match to be resumed: the configuration without the iteration count
@@ -245,6 +256,10 @@ int main(int argc, char** argv) {
     if (cli.lead() && !cli.save.empty()) {
       ml::write_lda_model(cli.save, res.model);
       std::printf("lda model: %u topics, %u words saved to %s\n", res.model.topics, res.model.vocab, cli.save.c_str());
+    }
+    if (!f.save_z.empty()) {
+      ml::write_lda_assignments(f.save_z, corpus.words, corpus.counts, res.assignments);
+      std::printf("lda assignments: %zu documents saved to %s\n", res.assignments.size(), f.save_z.c_str());
     }
     return 0;
   });

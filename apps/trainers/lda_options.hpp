@@ -22,6 +22,9 @@ struct lda_trainer_options : run_options {
   bool keep_assignments = false;  ///< fill lda_run::assignments (the documents of this process's workers)
   lda_sampler sampler = lda_sampler::sparse;  ///< sparse: exact SparseLDA; mh: Metropolis–Hastings (see the file comment)
   std::uint32_t mh_steps = 2;     ///< with mh: doc + word proposal pairs per token
+  /// With mh: MiB per worker for dense (K-wide) rows of its most frequent words, whose counts
+  /// are then one load away; the other words' rows are sparse (a search per count). 0: all sparse.
+  std::uint32_t mh_dense_mb = 256;
 };
 
 /// A corpus as the trainer wants it: per document, its distinct words and their counts.

@@ -99,6 +99,64 @@ TEST_CASE("lda MH sampler: the chain's draws follow the exact full conditional, 
   CHECK(chi < 20.52);  // 5 degrees of freedom, p = 0.001 (accepting every proposal gives thousands)
 }
 
+TEST_CASE("lda MH sampler: sparse word counts draw what dense ones draw, and keep the moves") {
+  const std::uint32_t K = 40;
+  const ml::lda_params p{K, 500, 0.1, 0.01};
+  std::mt19937_64 gen(5);
+  std::vector<std::uint32_t> z(30);
+  for (auto& k : z) k = static_cast<std::uint32_t>(gen() % 7);  // a document of few topics
+  std::vector<ml::lda_count> nd(K, 0), totals(K, 0), dense(K, 0), snap(K, 0);
+  for (auto k : z) ++nd[k];
+  for (std::uint32_t k = 0; k < K; ++k) totals[k] = static_cast<ml::lda_count>(100 + gen() % 50);
+  for (std::uint32_t k = 0; k < K; k += 3) dense[k] = static_cast<ml::lda_count>(gen() % 9);  // zeros between
+  for (auto k : z) ++dense[k];  // the word's row holds the document's tokens
+  snap = dense;
+  snap[1] = 4, snap[6] = 0;  // stale: a topic the current row lacks, one it has lost
+  // The sparse form: every topic either side holds, sorted; a zero entry left in on purpose.
+  std::vector<ml::lda_word_entry> sparse;
+  for (std::uint32_t k = 0; k < K; ++k)
+    if (dense[k] != 0 || snap[k] != 0 || k == 9) sparse.push_back({k, dense[k], snap[k]});
+  std::vector<ml::alias_entry> pool_d, pool_s;
+  std::vector<double> wb;
+  std::vector<std::uint32_t> ib, sb;
+  const auto sd = ml::build_word_alias(snap, pool_d, wb, ib, sb);
+  const auto ss = ml::build_word_alias(std::span<const ml::lda_word_entry>(sparse), pool_s, wb, ib, sb);
+  REQUIRE(sd.size == ss.size);
+  CHECK(sd.mass == ss.mass);
+  for (std::size_t j = 0; j < sd.size; ++j) {
+    CHECK(pool_d[j].keep == pool_s[j].keep);
+    CHECK(pool_d[j].other == pool_s[j].other);
+    CHECK(pool_d[j].prob == pool_s[j].prob);
+  }
+  ml::mh_lda_sampler a(p, 2), b(p, 2);
+  a.set_topic_totals(totals);
+  b.set_topic_totals(totals);
+  std::vector<ml::lda_count> nd_a = nd, nd_b = nd;
+  std::vector<std::uint32_t> z_a = z, z_b = z;
+  a.begin_document(nd_a, z_a);
+  b.begin_document(nd_b, z_b);
+  std::mt19937_64 ra(9), rb(9);
+  ml::lda_dense_word_counts wd{dense.data(), snap.data()};
+  ml::lda_sparse_word_counts ws(sparse);
+  std::size_t moved = 0;
+  for (int sweep = 0; sweep < 50; ++sweep)
+    for (std::size_t i = 0; i < z.size(); ++i) {
+      const auto ka = a.resample(z_a[i], wd, std::span<const ml::alias_entry>(pool_d), sd.mass, ra);
+      const auto kb = b.resample(z_b[i], ws, std::span<const ml::alias_entry>(pool_s), ss.mass, rb);
+      REQUIRE(ka == kb);
+      moved += ka != z_a[i];
+      z_a[i] = ka, z_b[i] = kb;
+    }
+  CHECK(moved > 0);  // the chain moved, so inserts and zero entries were exercised
+  CHECK(std::is_sorted(sparse.begin(), sparse.end(), [](const auto& x, const auto& y) { return x.topic < y.topic; }));
+  for (std::uint32_t k = 0; k < K; ++k) {
+    const auto it = std::find_if(sparse.begin(), sparse.end(), [&](const auto& e) { return e.topic == k; });
+    CHECK((it == sparse.end() ? 0 : it->current) == dense[k]);
+    CHECK((it == sparse.end() ? 0 : it->snapshot) == snap[k]);
+    CHECK(nd_a[k] == nd_b[k]);
+  }
+}
+
 TEST_CASE("lda MH sampler: bad settings are refused") {
   CHECK_THROWS_AS(ml::mh_lda_sampler(ml::lda_params{4, 10, 0.1, 0.01}, 0), strata::error);
   CHECK_THROWS_AS(ml::mh_lda_sampler(ml::lda_params{0, 10, 0.1, 0.01}, 2), strata::error);

@@ -29,7 +29,7 @@ class lda_worker {
  public:
   lda_worker(lda_training& t, worker& w)
       : t_(t), o_(t.o), c_(t.corpus), w_(w), rec_(*t.rec), red_(*t.red), p_(w.id()), K(t.K), mydocs_(t.docs_of[p_]),
-        st_(t.state[p_]), rng_(st_.rng), wdelta_(K, 0), tdelta_(K, 0), sampler_(t.lp), mh_(o_.sampler == lda_sampler::mh),
+        st_(t.state[p_]), rng_(st_.rng), nd_(K), wdelta_(K, 0), tdelta_(K, 0), sampler_(t.lp), mh_(o_.sampler == lda_sampler::mh),
         mhs_(t.lp, std::max(o_.mh_steps, 1u)),
         local_rows_(!mh_ && !(t.sys.model().value_bound < std::numeric_limits<double>::infinity())) {}
 
@@ -71,17 +71,24 @@ class lda_worker {
   std::mt19937_64& rng_;
   std::uint64_t draws_ = 0;
   std::vector<std::uint32_t> mywords_, evalwords_;  // the words of its documents; those it evaluates (w mod P = p)
+  doc_topic_scratch nd_;                             // the current document's topic counts
   std::vector<std::int32_t> wdelta_, tdelta_;        // the current word's and the totals' changes
   std::vector<std::uint32_t> touched_;               // topics with a change in wdelta_
   std::vector<std::int32_t> nk_;                     // the topic totals as last read
   sparse_lda_sampler sampler_;
   std::vector<topic_count> scratch_;
   // The MH sampler's sweep state: per word of this worker (local index), its row as read at its
-  // first use in the sweep (snap) and that plus this worker's moves (cur), and its alias table.
+  // first use in the sweep (snapshot) and that plus this worker's moves (current), sparse
+  // (entries of the topics it has held: memory grows with the tokens, not with K), and its alias table.
   const bool mh_;
   mh_lda_sampler mhs_;
   std::vector<std::uint32_t> local_of_, read_in_, used_;
-  std::vector<lda_count> cur_, snap_;
+  std::vector<std::vector<lda_word_entry>> mrows_;
+  // The most frequent words' rows dense instead (mh_dense_mb): word li's current counts at
+  // dense_[dense_of_[li] · 2K], its snapshot K further; dense_of_[li] = no_dense for the others.
+  static constexpr std::uint32_t no_dense = std::numeric_limits<std::uint32_t>::max();
+  std::vector<std::uint32_t> dense_of_;
+  std::vector<lda_count> dense_;
   std::vector<lda_alias_slice> slices_;
   std::vector<alias_entry> pool_;
   std::vector<double> wbuf_;
@@ -96,7 +103,24 @@ class lda_worker {
   std::vector<std::size_t> snap_at_;
   std::vector<std::uint32_t> snap_len_;
 
-  std::span<std::int32_t> ndk(std::size_t i) { return std::span<std::int32_t>(st_.ndk.data() + i * K, K); }
+  std::span<const std::uint32_t> doc_z(std::size_t zi, std::size_t nd) const { return {st_.z.data() + zi, nd}; }
+  /// After a document's draws: its counts out of the scratch, a mismatch with its topics kept as
+  /// this worker's violation.
+  void unload_document(std::uint32_t d, std::size_t zi, std::size_t nd) {
+    if (!nd_.unload(doc_z(zi, nd)) && st_.error.empty())
+      st_.error = "doc " + std::to_string(d) + ": the sampler's n_dk differ from the recount of its tokens' topics";
+  }
+  /// Σ over this worker's documents of f(d, n_dk) (counts recounted from the topics, a span of K).
+  template <class F>
+  void for_each_document(F f) {
+    for (std::size_t i = 0, zi = 0; i < mydocs_.size(); ++i) {
+      const auto d = mydocs_[i];
+      const std::size_t nd = t_.len[d];
+      f(d, std::span<const std::int32_t>(nd_.load(doc_z(zi, nd))));
+      nd_.unload(doc_z(zi, nd));
+      zi += nd;
+    }
+  }
 
   void find_words() {
     std::vector<char> seen(t_.V, 0);
@@ -160,8 +184,7 @@ class lda_worker {
       co_await read_totals();
     }
     double ll = 0;
-    for (std::size_t i = 0; i < mydocs_.size(); ++i)
-      ll += lda_doc_loglik(std::span<const std::int32_t>(st_.ndk.data() + i * K, K), t_.lp);
+    for_each_document([&](std::uint32_t, std::span<const std::int32_t> n) { ll += lda_doc_loglik(n, t_.lp); });
     if (o_.prefetch)
       prefetch(w_, t_.WT, evalwords_);
     for (auto x : evalwords_) {
@@ -193,9 +216,9 @@ class lda_worker {
       read_in_.assign(mywords_.size(), 0);
     }
     if (mh_) {
-      cur_.assign(mywords_.size() * K, 0);
-      snap_.assign(mywords_.size() * K, 0);
+      mrows_.resize(mywords_.size());
       slices_.resize(mywords_.size());
+      choose_dense_words();
     }
     if (local_rows_) {
       rows_.resize(mywords_.size());
@@ -203,6 +226,25 @@ class lda_worker {
       snap_len_.assign(mywords_.size(), 0);
     }
   }
+  /// The words whose MH rows are dense: by this worker's token count, most first, as many as
+  /// mh_dense_mb holds, and only words with at least K/8 tokens here (a sparse row of fewer
+  /// entries is searched in a few steps).
+  void choose_dense_words() {
+    std::vector<std::uint64_t> tokens(mywords_.size(), 0);
+    for (auto d : mydocs_)
+      for (std::size_t e = 0; e < c_.words[d].size(); ++e) tokens[local_of_[c_.words[d][e]]] += c_.counts[d][e];
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t li = 0; li < mywords_.size(); ++li)
+      if (tokens[li] >= std::max<std::uint64_t>(1, K / 8)) order.push_back(li);
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return tokens[a] > tokens[b]; });
+    const std::size_t room = (std::size_t{o_.mh_dense_mb} << 20) / (2 * std::size_t{K} * sizeof(lda_count));
+    order.resize(std::min(order.size(), room));
+    dense_of_.assign(mywords_.size(), no_dense);
+    for (std::uint32_t j = 0; j < order.size(); ++j) dense_of_[order[j]] = j;
+    dense_.assign(order.size() * 2 * std::size_t{K}, 0);
+  }
+  lda_count* dense_row(std::uint32_t li) { return dense_.data() + std::size_t{dense_of_[li]} * 2 * K; }
+  const lda_count* dense_row(std::uint32_t li) const { return dense_.data() + std::size_t{dense_of_[li]} * 2 * K; }
   /// Sweep `it`, then its clock.
   task<> sweep(std::uint32_t it) {
     co_await read_totals();
@@ -255,23 +297,48 @@ class lda_worker {
   template <class Change>
   task<> send_changes(Change& change) {
     std::vector<lda_count> a(K, 0);
+    std::vector<std::uint32_t> topics;
     for (auto li : used_) {
       change(li, a);
+      // The topics the change can hold are those of the word's row and snapshot, not all K.
+      topics.clear();
+      changed_topics(li, topics);
+      std::sort(topics.begin(), topics.end());
+      topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
       std::uint32_t nnz = 0;
-      for (std::uint32_t k = 0; k < K; ++k) nnz += a[k] != 0;
-      if (nnz == 0) continue;
+      for (auto k : topics) nnz += a[k] != 0;
+      if (nnz == 0) {
+        for (auto k : topics) a[k] = 0;
+        continue;
+      }
       auto delta = w_.delta_row(t_.WT);
       delta.reserve(nnz);
-      for (std::uint32_t k = 0; k < K; ++k)
+      for (auto k : topics)
         if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;
       co_await w_.inc_row(t_.WT, mywords_[li], std::move(delta));
     }
   }
+  /// The topics word li's change may hold: those of its local row and of its row as read.
+  void changed_topics(std::uint32_t li, std::vector<std::uint32_t>& out) const {
+    if (mh_ && dense_of_[li] != no_dense) {
+      const lda_count* c = dense_row(li);
+      for (std::uint32_t k = 0; k < K; ++k)
+        if (c[k] != c[K + k]) out.push_back(k);
+      return;
+    }
+    if (mh_) {
+      for (const auto& e : mrows_[li]) out.push_back(e.topic);
+      return;
+    }
+    for (const auto& e : rows_[li]) out.push_back(e.topic);
+    for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) out.push_back(snap_pool_[x].topic);
+  }
   /// Samples every token of document i (corpus document d, its first token at z[zi]) against
   /// the local rows, all read already. A plain function, not part of the coroutine, so its loop
   /// state stays in registers instead of the coroutine's frame.
-  void sample_document(std::size_t i, std::uint32_t d, std::size_t zi) {
-    sampler_.begin_document(ndk(i));  // edits n_dk in place
+  void sample_document(std::uint32_t d, std::size_t zi, std::size_t nd) {
+    sampler_.begin_document(nd_.load(doc_z(zi, nd)));  // edits n_dk in place
+    const std::size_t first = zi;
     const auto& dw = c_.words[d];
     const auto& dc = c_.counts[d];
     const std::size_t m = dw.size();
@@ -302,6 +369,7 @@ class lda_worker {
         }
       }
     }
+    unload_document(d, first, nd);
   }
   /// One exact (SparseLDA) sweep (sweep `it`): a word's first read fills its local row and its
   /// snapshot, which the net change is taken against.
@@ -315,7 +383,7 @@ class lda_worker {
       snap_len_[li] = static_cast<std::uint32_t>(r.entries().size());
       for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool_.push_back({k, cnt});
     };
-    const auto sample = [this](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t) { sample_document(i, d, zi); };
+    const auto sample = [this](std::size_t, std::uint32_t d, std::size_t zi, std::size_t nd) { sample_document(d, zi, nd); };
     const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
       for (const auto& [k, c] : rows_[li]) a[k] += c;
       for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) a[snap_pool_[x].topic] -= snap_pool_[x].count;
@@ -327,55 +395,80 @@ class lda_worker {
   /// Samples every token of document i (corpus document d, its nd tokens from z[zi]) with the MH
   /// sampler against the local rows and proposals, all built already; a plain function, as
   /// sample_document is for the exact sampler, and it prefetches the same way.
-  void mh_document(std::size_t i, std::uint32_t d, std::size_t zi, std::size_t nd) {
-    mhs_.begin_document(ndk(i), std::span<const std::uint32_t>(st_.z.data() + zi, nd));
+  void mh_document(std::uint32_t d, std::size_t zi, std::size_t nd) {
+    mhs_.begin_document(nd_.load(doc_z(zi, nd)), doc_z(zi, nd));
+    const std::size_t first = zi;
     const auto& dw = c_.words[d];
     const auto& dc = c_.counts[d];
     const std::size_t m = dw.size();
     auto prefetch_word = [&](std::size_t e) {
-      const std::size_t li = local_of_[dw[e]];
-      const char* c = reinterpret_cast<const char*>(cur_.data() + li * K);
-      const char* sn = reinterpret_cast<const char*>(snap_.data() + li * K);
-      for (std::size_t off = 0; off < K * sizeof(lda_count); off += 64) detail::prefetch_read(c + off), detail::prefetch_read(sn + off);
+      const std::uint32_t li = local_of_[dw[e]];
       detail::prefetch_read(pool_.data() + slices_[li].offset);
+      if (dense_of_[li] != no_dense) return;  // K-wide: its lines are found as the draws go
+      const auto& r = mrows_[li];
+      const char* at = reinterpret_cast<const char*>(r.data());
+      const std::size_t bytes = std::min<std::size_t>(r.size() * sizeof(lda_word_entry), 256);
+      for (std::size_t off = 0; off < bytes; off += 64) detail::prefetch_read(at + off);
     };
-    if (m > 1) detail::prefetch_read(&slices_[local_of_[dw[1]]]);
+    if (m > 1) detail::prefetch_read(&mrows_[local_of_[dw[1]]]), detail::prefetch_read(&slices_[local_of_[dw[1]]]);
     for (std::size_t e = 0; e < m; ++e) {
-      if (e + 2 < m) detail::prefetch_read(&slices_[local_of_[dw[e + 2]]]);
+      if (e + 2 < m) detail::prefetch_read(&mrows_[local_of_[dw[e + 2]]]), detail::prefetch_read(&slices_[local_of_[dw[e + 2]]]);
       if (e + 1 < m) prefetch_word(e + 1);
-      const std::size_t li = local_of_[dw[e]];
-      lda_count* c = cur_.data() + li * K;
-      const lda_word_proposal wp{std::span<const alias_entry>(pool_.data() + slices_[li].offset, slices_[li].size),
-                                 std::span<const lda_count>(snap_.data() + li * K, K), slices_[li].mass};
-      for (std::uint32_t j = 0; j < dc[e]; ++j, ++zi) {
-        const std::uint32_t old = st_.z[zi];
-        const std::uint32_t k = mhs_.resample(old, std::span<lda_count>(c, K), wp, rng_);
-        if (k != old) {
-          --tdelta_[old];
-          ++tdelta_[k];
-          st_.z[zi] = k;
-        }
+      const std::uint32_t li = local_of_[dw[e]];
+      const std::span<const alias_entry> alias(pool_.data() + slices_[li].offset, slices_[li].size);
+      if (dense_of_[li] != no_dense) {
+        lda_count* c = dense_row(li);
+        lda_dense_word_counts counts{c, c + K};
+        mh_tokens(counts, alias, slices_[li].mass, zi, dc[e]);
+      } else {
+        lda_sparse_word_counts counts(mrows_[li]);
+        mh_tokens(counts, alias, slices_[li].mass, zi, dc[e]);
+      }
+      zi += dc[e];
+    }
+    unload_document(d, first, nd);
+  }
+  /// Draws the n tokens from z[zi] of one word whose counts are `counts`.
+  template <class Counts>
+  void mh_tokens(Counts& counts, std::span<const alias_entry> alias, double mass, std::size_t zi, std::uint32_t n) {
+    for (std::uint32_t j = 0; j < n; ++j, ++zi) {
+      const std::uint32_t old = st_.z[zi];
+      const std::uint32_t k = mhs_.resample(old, counts, alias, mass, rng_);
+      if (k != old) {
+        --tdelta_[old];
+        ++tdelta_[k];
+        st_.z[zi] = k;
       }
     }
   }
-  /// One MH sweep (sweep `it`): a word's first read fills its dense row and snapshot and builds
-  /// its alias table (the word proposal) from the snapshot.
+  /// One MH sweep (sweep `it`): a word's first read fills its row, dense or sparse (current =
+  /// snapshot = the row read), and builds its alias table (the word proposal) from it.
   task<std::uint64_t> mh_sweep(std::uint32_t it) {
     mhs_.set_topic_totals(nk_);
     pool_.clear();
     const auto first_read = [this](std::uint32_t li, const sparse_row<std::int32_t>& row) {
-      lda_count* c = cur_.data() + std::size_t{li} * K;
-      lda_count* sn = snap_.data() + std::size_t{li} * K;
-      std::fill(c, c + K, 0);
-      for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
-      std::copy(c, c + K, sn);
-      slices_[li] = build_word_alias(std::span<const lda_count>(sn, K), pool_, wbuf_, ibuf_, sbuf_);
+      if (dense_of_[li] != no_dense) {
+        lda_count* c = dense_row(li);
+        std::fill(c, c + K, 0);
+        for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
+        std::copy(c, c + K, c + K);
+        slices_[li] = build_word_alias(std::span<const lda_count>(c + K, K), pool_, wbuf_, ibuf_, sbuf_);
+        return;
+      }
+      auto& r = mrows_[li];
+      r.clear();
+      r.reserve(row.entries().size());
+      for (const auto& [k, cnt] : row.entries()) r.push_back({k, cnt, cnt});
+      slices_[li] = build_word_alias(std::span<const lda_word_entry>(r), pool_, wbuf_, ibuf_, sbuf_);
     };
-    const auto sample = [this](std::size_t i, std::uint32_t d, std::size_t zi, std::size_t nd) { mh_document(i, d, zi, nd); };
+    const auto sample = [this](std::size_t, std::uint32_t d, std::size_t zi, std::size_t nd) { mh_document(d, zi, nd); };
     const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
-      const lda_count* c = cur_.data() + std::size_t{li} * K;
-      const lda_count* sn = snap_.data() + std::size_t{li} * K;
-      for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - sn[k];
+      if (dense_of_[li] != no_dense) {
+        const lda_count* c = dense_row(li);
+        for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - c[K + k];
+        return;
+      }
+      for (const auto& e : mrows_[li]) a[e.topic] += e.current - e.snapshot;
     };
     co_return co_await local_sweep(it, first_read, sample, change);
   }
@@ -388,7 +481,8 @@ class lda_worker {
     for (std::size_t i = 0; i < mydocs_.size(); ++i) {
       const auto d = mydocs_[i];
       co_await w_.yield();
-      sampler_.begin_document(ndk(i));  // edits n_dk in place
+      const std::size_t first = zi, nd = t_.len[d];
+      sampler_.begin_document(nd_.load(doc_z(zi, nd)));  // edits n_dk in place
       for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
         const std::uint32_t word = c_.words[d][e];
         {
@@ -401,6 +495,7 @@ class lda_worker {
         n += c_.counts[d][e];
         co_await send_word(word);
       }
+      unload_document(d, first, nd);
     }
     sampler_.end_document();
     co_return n;
@@ -420,36 +515,21 @@ class lda_worker {
     }
   }
 
-  /// Local invariants: n_dk ≥ 0, Σ_k n_dk = n_d, and n_dk recounted from z (the first violation in st_.error).
+  /// Local invariant: every token's topic is one of the K (the document counts' match with the
+  /// topics is checked as each document is sampled: unload_document).
   void check_documents() {
-    std::size_t zi = 0;
-    std::vector<std::int32_t> re(K);
-    for (std::size_t i = 0; i < mydocs_.size() && st_.error.empty(); ++i) {
-      const auto d = mydocs_[i];
-      std::fill(re.begin(), re.end(), 0);
-      std::int64_t nd = 0, sum = 0;
-      for (auto x : c_.counts[d]) nd += x;
-      for (std::int64_t j = 0; j < nd; ++j) ++re[st_.z[zi++]];
-      for (std::uint32_t k = 0; k < K; ++k) {
-        sum += st_.ndk[i * K + k];
-        if (st_.ndk[i * K + k] < 0 || st_.ndk[i * K + k] != re[k])
-          st_.error = "doc " + std::to_string(d) + " topic " + std::to_string(k) + ": n_dk = " +
-                      std::to_string(st_.ndk[i * K + k]) + ", tokens say " + std::to_string(re[k]);
-      }
-      if (st_.error.empty() && sum != nd)
-        st_.error = "doc " + std::to_string(d) + ": sum_k n_dk = " + std::to_string(sum) + " != n_d = " + std::to_string(nd);
-    }
+    for (std::size_t zi = 0; zi < st_.z.size() && st_.error.empty(); ++zi)
+      if (st_.z[zi] >= K) st_.error = "token " + std::to_string(zi) + " of worker " + std::to_string(p_) + " has topic " + std::to_string(st_.z[zi]);
   }
   /// This worker's share of the final sums: its documents, and the word rows w mod P = p, read now.
   task<std::vector<double>> final_sums() {
     std::vector<double> fin(t_.f_docs + K, 0.0);
     std::uint64_t my_tokens = 0;
-    for (std::size_t i = 0; i < mydocs_.size(); ++i) {
-      const std::span<const std::int32_t> nd(st_.ndk.data() + i * K, K);
+    for_each_document([&](std::uint32_t d, std::span<const std::int32_t> nd) {
       for (std::uint32_t k = 0; k < K; ++k) fin[t_.f_docs + k] += nd[k];
       fin[lda_training::f_ll] += lda_doc_loglik(nd, t_.lp);
-      for (auto x : c_.counts[mydocs_[i]]) my_tokens += x;
-    }
+      for (auto x : c_.counts[d]) my_tokens += x;
+    });
     const std::string word_error = co_await add_word_rows(fin);
     fin[lda_training::f_err] = st_.error.empty() ? 0.0 : 1.0;
     fin[lda_training::f_tokens] = static_cast<double>(my_tokens);

@@ -47,6 +47,18 @@ struct lda_alias_slice {
   std::size_t offset = 0, size = 0;
   double mass = 0;
 };
+namespace detail {
+// The table over the (weights, ids) gathered by the callers below, appended to pool.
+inline lda_alias_slice append_alias(std::vector<alias_entry>& pool, const std::vector<double>& weights,
+                                    const std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
+  lda_alias_slice s{pool.size(), weights.size(), 0.0};
+  if (weights.empty()) return s;
+  pool.resize(pool.size() + weights.size());
+  s.mass = build_alias(weights, ids, std::span<alias_entry>(pool).subspan(s.offset, s.size), scratch);
+  return s;
+}
+}  // namespace detail
+
 inline lda_alias_slice build_word_alias(std::span<const lda_count> snapshot, std::vector<alias_entry>& pool, std::vector<double>& weights,
                                         std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
   weights.clear();
@@ -56,17 +68,81 @@ inline lda_alias_slice build_word_alias(std::span<const lda_count> snapshot, std
       weights.push_back(static_cast<double>(snapshot[k]));
       ids.push_back(static_cast<std::uint32_t>(k));
     }
-  lda_alias_slice s{pool.size(), weights.size(), 0.0};
-  if (weights.empty()) return s;
-  pool.resize(pool.size() + weights.size());
-  s.mass = build_alias(weights, ids, std::span<alias_entry>(pool).subspan(s.offset, s.size), scratch);
-  return s;
+  return detail::append_alias(pool, weights, ids, scratch);
 }
+
+/// One topic of a word's sparse counts: current and snapshot side by side (see lda_sparse_word_counts).
+struct lda_word_entry {
+  std::uint32_t topic = 0;
+  lda_count current = 0;
+  lda_count snapshot = 0;
+};
+
+/// The same from sparse counts (entries sorted by topic; their snapshot counts): the same table
+/// as the dense snapshot they stand for gives.
+inline lda_alias_slice build_word_alias(std::span<const lda_word_entry> row, std::vector<alias_entry>& pool, std::vector<double>& weights,
+                                        std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
+  weights.clear();
+  ids.clear();
+  for (const auto& e : row)
+    if (e.snapshot > 0) {
+      weights.push_back(static_cast<double>(e.snapshot));
+      ids.push_back(e.topic);
+    }
+  return detail::append_alias(pool, weights, ids, scratch);
+}
+
+/// A word's counts as mh_lda_sampler reads and moves them: its current counts n_wk (this
+/// worker's view) and its snapshot n̂_wk (what the word proposal was built from), both dense.
+struct lda_dense_word_counts {
+  lda_count* current;         ///< K counts, moved by the sampler
+  const lda_count* snapshot;  ///< K counts
+  struct pair {
+    lda_count current, snapshot;
+  };
+  pair at(std::uint32_t k) const noexcept { return {current[k], snapshot[k]}; }
+  void add(std::uint32_t k, lda_count d) noexcept { current[k] += d; }
+};
+
+/// A word's counts kept sparse, sorted by topic, with the current and the snapshot count of each
+/// topic in one entry, so one search finds both; a topic absent is 0 in both. Entries whose
+/// counts fall to 0 stay (a later move back costs no insertion; the net change is current −
+/// snapshot per entry). Memory: 12 bytes per topic the word has held, instead of 2·K counts.
+class lda_sparse_word_counts {
+ public:
+  explicit lda_sparse_word_counts(std::vector<lda_word_entry>& row) noexcept : row_(row) {}
+  using pair = lda_dense_word_counts::pair;
+  pair at(std::uint32_t k) const noexcept {
+    const std::size_t i = find(k);
+    if (i < row_.size() && row_[i].topic == k) return {row_[i].current, row_[i].snapshot};
+    return {0, 0};
+  }
+  void add(std::uint32_t k, lda_count d) {
+    const std::size_t i = find(k);
+    if (i < row_.size() && row_[i].topic == k) row_[i].current += d;
+    else row_.insert(row_.begin() + static_cast<std::ptrdiff_t>(i), lda_word_entry{k, d, 0});
+  }
+
+ private:
+  // The first entry whose topic is >= k (branch-free halving: the comparisons do not mispredict).
+  std::size_t find(std::uint32_t k) const noexcept {
+    const lda_word_entry* base = row_.data();
+    std::size_t n = row_.size();
+    if (n == 0) return 0;
+    while (n > 1) {
+      const std::size_t half = n / 2;
+      base += half * static_cast<std::size_t>(base[half - 1].topic < k);
+      n -= half;
+    }
+    return static_cast<std::size_t>(base - row_.data()) + (base->topic < k ? 1 : 0);
+  }
+  std::vector<lda_word_entry>& row_;
+};
 
 /// The MH sampler (see the comment above). Like sparse_lda_sampler it keeps its own copy of the
 /// topic totals (the worker's view: a server value plus its own moves) and edits the bound
-/// document's counts in place; the word's current counts (dense, K) belong to the caller, and
-/// the sampler moves the token in them too.
+/// document's counts in place; the word's counts belong to the caller (dense, or sparse:
+/// lda_dense_word_counts / lda_sparse_word_counts), and the sampler moves the token in them too.
 class mh_lda_sampler {
  public:
   /// `steps`: doc+word proposal pairs per token (at least 1).
@@ -94,24 +170,34 @@ class mh_lda_sampler {
   }
 
   /// Resamples one token of the bound document currently assigned `old` (its entry in doc_z
-  /// still says `old`); `word_row` is the word's current counts (dense, K, INCLUDING the token).
+  /// still says `old`); `word_row` is the word's current counts (dense, K, INCLUDING the token)
+  /// and `wp` its proposal, whose snapshot the MH ratio reads.
   /// Moves the token in the document, the totals and `word_row`, and returns its new topic.
   template <class URBG>
   std::uint32_t resample(std::uint32_t old, std::span<lda_count> word_row, const lda_word_proposal& wp, URBG& rng) {
+    lda_dense_word_counts w{word_row.data(), wp.snapshot.data()};
+    return resample(old, w, wp.alias, wp.mass, rng);
+  }
+  /// The same for any word counts `w` (lda_dense_word_counts, lda_sparse_word_counts: at(k) gives
+  /// the current count INCLUDING the token and the snapshot count; add(k, d) moves), with the
+  /// word proposal's alias table over the snapshot's positive counts and their sum `mass`.
+  template <class WordCounts, class URBG>
+  std::uint32_t resample(std::uint32_t old, WordCounts& w, std::span<const alias_entry> alias, double mass, URBG& rng) {
     const std::uint32_t K = p_.num_topics;
     const double alpha = p_.alpha, beta = p_.beta, v_beta = p_.vocab_size * p_.beta;
     lda_count* nd = doc_.data();
-    lda_count* nw = word_row.data();
     lda_count* nk = nk_.data();
     double* inv = inv_.data();
-    --nd[old], --nw[old], --nk[old];
+    --nd[old], --nk[old];
+    w.add(old, -1);
     inv[old] = 1 / (c0(nk[old]) + v_beta);
     // The target's unnormalised weight with the token removed (stale negatives read as 0).
-    auto target = [&](std::uint32_t k) { return (c0(nd[k]) + alpha) * (c0(nw[k]) + beta) * inv[k]; };
+    auto target = [&](std::uint32_t k, lda_count nwk) { return (c0(nd[k]) + alpha) * (c0(nwk) + beta) * inv[k]; };
     const double n_d = static_cast<double>(z_.size()), doc_mass = n_d + K * alpha;
-    const double word_mass = wp.mass + K * beta;
+    const double word_mass = mass + K * beta;
     std::uint32_t s = old;
-    double ps = target(s);
+    auto cs = w.at(s);
+    double ps = target(s, cs.current);
     for (std::uint32_t step = 0; step < steps_; ++step) {
       {  // doc proposal: q_d(k) = n_dk (with the token) + α
         const std::uint64_t r = rng();
@@ -119,30 +205,33 @@ class mh_lda_sampler {
         const std::uint32_t t = u < n_d ? z_[std::min(static_cast<std::size_t>(u), z_.size() - 1)]
                                         : std::min(static_cast<std::uint32_t>((u - n_d) / alpha), K - 1);
         if (t != s) {
-          const double pt = target(t);
+          const auto ct = w.at(t);
+          const double pt = target(t, ct.current);
           const double qs = c0(nd[s]) + (s == old ? 1 : 0) + alpha, qt = c0(nd[t]) + (t == old ? 1 : 0) + alpha;
-          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt;
+          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt, cs = ct;
         }
       }
       {  // word proposal: q_w(k) = n̂_wk + β
         const std::uint64_t r = rng();
         const double u = hi(r) * word_mass;
         std::uint32_t t;
-        if (u < wp.mass) {  // the alias part: u / mass is uniform in [0, 1) again
-          const double x = u / wp.mass * static_cast<double>(wp.alias.size());
-          const std::size_t j = std::min(static_cast<std::size_t>(x), wp.alias.size() - 1);
-          t = x - static_cast<double>(j) < wp.alias[j].prob ? wp.alias[j].keep : wp.alias[j].other;
+        if (u < mass) {  // the alias part: u / mass is uniform in [0, 1) again
+          const double x = u / mass * static_cast<double>(alias.size());
+          const std::size_t j = std::min(static_cast<std::size_t>(x), alias.size() - 1);
+          t = x - static_cast<double>(j) < alias[j].prob ? alias[j].keep : alias[j].other;
         } else {
-          t = std::min(static_cast<std::uint32_t>((u - wp.mass) / beta), K - 1);
+          t = std::min(static_cast<std::uint32_t>((u - mass) / beta), K - 1);
         }
         if (t != s) {
-          const double pt = target(t);
-          const double qs = c0(wp.snapshot[s]) + beta, qt = c0(wp.snapshot[t]) + beta;
-          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt;
+          const auto ct = w.at(t);
+          const double pt = target(t, ct.current);
+          const double qs = c0(cs.snapshot) + beta, qt = c0(ct.snapshot) + beta;
+          if (lo(r) * ps * qt < pt * qs) s = t, ps = pt, cs = ct;
         }
       }
     }
-    ++nd[s], ++nw[s], ++nk[s];
+    ++nd[s], ++nk[s];
+    w.add(s, +1);
     inv[s] = 1 / (c0(nk[s]) + v_beta);
     return s;
   }

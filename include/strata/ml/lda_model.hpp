@@ -137,6 +137,35 @@ inline void write_lda_model(const std::filesystem::path& file, const lda_word_to
   write_file_atomic(file, text.view());
 }
 
+/// Writes documents' topic assignments atomically, one document per line in the `.z` format
+/// that WarpLDA writes (`<tokens> <word>:<topic> ...`, tokens in the order of the document's
+/// words), so one tool reads either program's final state (benchmarks/lda_z_loglik.cpp).
+/// `words[d]` are document d's word ids, each repeated as often as it occurs (counts[d][e]
+/// times), and `z[d]` their topics. Throws strata::error naming the file when it cannot write.
+inline void write_lda_assignments(const std::filesystem::path& file, const std::vector<std::vector<std::uint32_t>>& words,
+                                  const std::vector<std::vector<std::uint32_t>>& counts,
+                                  const std::vector<std::vector<std::uint32_t>>& z) {
+  atomic_file f(file);
+  std::string line;
+  for (std::size_t d = 0; d < words.size(); ++d) {
+    const auto& zd = z.at(d);
+    line += std::to_string(zd.size());
+    std::size_t zi = 0;
+    for (std::size_t e = 0; e < words[d].size(); ++e)
+      for (std::uint32_t j = 0; j < counts[d][e]; ++j) {
+        if (zi == zd.size())
+          throw strata::error(errc::bad_input, "write_lda_assignments: document " + std::to_string(d) + " has more tokens than topics");
+        line += ' ' + std::to_string(words[d][e]) + ':' + std::to_string(zd[zi++]);
+      }
+    if (zi != zd.size())
+      throw strata::error(errc::bad_input, "write_lda_assignments: document " + std::to_string(d) + " has fewer tokens than topics");
+    line += '\n';
+    if (line.size() >= (1u << 20)) f.write(std::string_view(line)), line.clear();
+  }
+  f.write(std::string_view(line));
+  f.commit();
+}
+
 namespace detail {
 /// Parses a model text; `name` labels errors.
 inline lda_word_topic_model parse_lda_model(std::string_view text, std::string_view name) {

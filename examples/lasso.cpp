@@ -36,6 +36,7 @@ struct flags {
   ex::lasso_scheduler_options sched;
   bool standardize = false, log1p = false;
   std::string out;
+  std::string steps = "parallel";
 };
 
 /// Exit status of a run that reached --rounds before the gap met --tolerance (outputs are written).
@@ -65,6 +66,11 @@ int main(int argc, char** argv) {
   app.add_option("--lambda-fraction", fl.lo.lambda_fraction, "λ as a fraction of λ_max")->capture_default_str();
   app.add_option("--rounds", fl.lo.rounds, "at most this many rounds")->capture_default_str();
   app.add_option("--batch", fl.lo.batch, "coefficients per round")->check(strata::examples::positive)->capture_default_str();
+  app.add_option("--batch-steps", fl.steps,
+                 "parallel: the batch steps from the same partial sums (STRADS, Shotgun); sequential: the workers also push "
+                 "the batch's Gram entries and the coordinator steps it one coefficient after another (any batch is safe)")
+      ->check(CLI::IsMember({"parallel", "sequential"}))->capture_default_str();
+  app.add_option("--sweeps", fl.lo.sweeps, "sequential batch steps: passes over the batch per round")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--depth", fl.lo.depth, "pipelining: rounds in flight (1: none)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--evaluate-every", fl.lo.evaluate_every, "rounds between objective/gap evaluations (0: one pass)")->capture_default_str();
   app.add_option("--tolerance", fl.lo.tolerance, "stop when the duality gap <= tolerance × F")->capture_default_str();
@@ -81,6 +87,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   return cli.guard([&] {
     refuse_unused_flags(app);
+    fl.lo.steps = fl.steps == "sequential" ? ml::lasso_trainer_options::batch_steps::sequential
+                                           : ml::lasso_trainer_options::batch_steps::parallel;
     ml::check_lasso_options(fl.lo);
     std::string file = cli.data;
     if (cli.data == "diabetes" || cli.data == "spam") file = ex::default_data_dir() + "/" + cli.data + ".libsvm";
@@ -102,7 +110,7 @@ int main(int argc, char** argv) {
     });
     if (!cli.lead()) return 0;
     auto config = ex::run_config(cli.so, "lasso", 0);
-    config.set("scheduler", fl.sched.name).set("lambda", res.lambda).set("batch", fl.lo.batch).set("depth", fl.lo.depth)
+    config.set("scheduler", fl.sched.name).set("lambda", res.lambda).set("batch", fl.lo.batch).set("batch_steps", fl.steps).set("sweeps", fl.lo.sweeps).set("depth", fl.lo.depth)
         .set("rho", fl.sched.rho).set("p", fl.sched.p).set("eta", fl.sched.eta).set("rows", prob.n).set("columns", prob.d).set("data", cli.data);
     strata::trace_writer tw(cli.metrics, config);
     const auto trace = res.trace();

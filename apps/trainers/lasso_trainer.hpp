@@ -13,7 +13,22 @@
 ///
 /// Every `evaluate_every` rounds the workers also push ‖r‖², rᵀy and Xᵀr over their rows, and
 /// the coordinator records F(β), the duality gap and nnz(β) for the β those residuals reflect;
-/// the run stops once gap ≤ tolerance × F.
+/// the run stops once gap ≤ tolerance × F. That full gradient also tells the scheduler, through
+/// `changes`, the step each coefficient not in the round would take (a predicted change): a
+/// priority scheduler then draws the coefficients that violate the optimality conditions (the
+/// role of glmnet's KKT check over all columns), not the million that stay 0.
+///
+/// How a round steps its batch (`lasso_batch_steps`):
+///  - parallel (the STRADS paper, Shotgun): every scheduled coefficient steps from the same partial
+///    sums; correlated coefficients stepped together overshoot, and too many of them diverge.
+///  - sequential: the workers also push the batch's Gram entries x_aᵀx_b over their rows (only the
+///    pairs that share a row: O(nnz of the batch's columns + those pairs)), and the coordinator
+///    steps the batch's coefficients one after another, updating the others' partial sums with
+///    the Gram entries: exactly cyclic coordinate descent over the batch (`sweeps` passes of it),
+///    safe for any batch and any correlation.
+///
+/// Each worker's rows are a contiguous range, so its part of column j is a sub-range of the
+/// problem's column j: the workers read the problem's columns in place (no copy of the design).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -46,6 +61,9 @@ struct lasso_trainer_options {
   std::uint32_t depth = 1;        ///< pipelining: rounds in flight
   std::uint64_t evaluate_every = 0;  ///< rounds between evaluations; 0: ceil(d / batch) (about one pass)
   double tolerance = 1e-6;        ///< stop when the duality gap ≤ tolerance × F (0: run every round)
+  /// How a round steps its batch (the file comment): parallel = the STRADS paper.
+  enum class batch_steps { parallel, sequential } steps = batch_steps::parallel;
+  std::uint32_t sweeps = 1;       ///< sequential: passes over the batch per round (more: the batch's subproblem solved further)
 };
 
 /// One evaluation of a run.
@@ -91,9 +109,13 @@ class lasso_program {
     std::vector<double> g;       ///< x_jᵀr over the worker's rows, per scheduled j
     double rss = 0, ry = 0;      ///< with evaluate: ‖r‖², rᵀy over its rows
     std::vector<double> grad;    ///< with evaluate: Xᵀr over its rows, every column
+    /// sequential steps: the batch's Gram entries v_aᵀv_b over the worker's rows, for the pairs of
+    /// batch positions a > b that share a row (stored values only; the centring is the coordinator's)
+    std::vector<std::uint32_t> pair_a, pair_b;
+    std::vector<double> pair_v;
     template <class Ar>
     void serialize(Ar& ar) {
-      ar(applied, g, rss, ry, grad);
+      ar(applied, g, rss, ry, grad, pair_a, pair_b, pair_v);
     }
   };
   struct update_type {
@@ -105,8 +127,10 @@ class lasso_program {
     }
   };
 
-  lasso_program(const lasso_problem& p, double lambda, std::uint32_t workers, double tolerance)
-      : p_(p), lambda_(lambda), tol_(tolerance), parts_(workers), beta_(p.d, 0.0), l1_after_{0.0}, nnz_after_{0} {
+  lasso_program(const lasso_problem& p, double lambda, std::uint32_t workers, double tolerance,
+                lasso_trainer_options::batch_steps steps = lasso_trainer_options::batch_steps::parallel, std::uint32_t sweeps = 1)
+      : p_(p), lambda_(lambda), tol_(tolerance), sequential_(steps == lasso_trainer_options::batch_steps::sequential),
+        sweeps_(std::max<std::uint32_t>(1, sweeps)), parts_(workers), beta_(p.d, 0.0), l1_after_{0.0}, nnz_after_{0} {
     check_lambda(lambda);
     for (double v : p.y) f_zero_ += v * v;
     f_zero_ /= 2.0 * p.n;
@@ -126,11 +150,14 @@ class lasso_program {
       auto& s = parts_[k];
       s.lo = first[k];
       s.hi = std::max(first[k], first[k + 1]);
-      s.col_offsets.assign(p.d + 1, 0);
+      // Rows increase within a column: the shard's part of column j is [begin[j], end[j]).
+      s.begin.resize(p.d);
+      s.end.resize(p.d);
       for (std::uint32_t j = 0; j < p.d; ++j) {
-        for (auto q = p.col_offsets[j]; q < p.col_offsets[j + 1]; ++q)
-          if (p.rows[q] >= s.lo && p.rows[q] < s.hi) s.rows.push_back(p.rows[q] - s.lo), s.values.push_back(p.values[q]);
-        s.col_offsets[j + 1] = s.rows.size();
+        const std::uint32_t* c0 = p.rows.data() + p.col_offsets[j];
+        const std::uint32_t* c1 = p.rows.data() + p.col_offsets[j + 1];
+        s.begin[j] = static_cast<std::uint64_t>(std::lower_bound(c0, c1, s.lo) - p.rows.data());
+        s.end[j] = static_cast<std::uint64_t>(std::lower_bound(c0, c1, s.hi) - p.rows.data());
       }
       s.r.assign(p.y.begin() + s.lo, p.y.begin() + s.hi);
       s.y = s.r;
@@ -154,11 +181,14 @@ class lasso_program {
   bool done() const noexcept { return done_; }
 
   partial_type push(worker& w, const sched::plan& pl) {
-    const auto& s = parts_.at(w.id());
+    auto& s = parts_.at(w.id());
     partial_type out;
     out.applied = s.applied;
     out.g.reserve(pl.vars.size());
-    for (auto j : pl.vars) out.g.push_back(dot(s, j));
+    if (sequential_)
+      gram_push(s, pl.vars, out);
+    else
+      for (auto j : pl.vars) out.g.push_back(dot(s, j));
     if (pl.evaluate) {
       for (std::size_t i = 0; i < s.r.size(); ++i) {
         const double r = s.r[i] + s.shift;  // the true residual
@@ -177,7 +207,10 @@ class lasso_program {
       if (d == 0) continue;
       const auto j = u.vars[k];
       double col = 0;
-      for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) s.r[s.rows[q]] -= s.values[q] * d, col += s.values[q];
+      const std::uint32_t* rows = p_.rows.data();
+      const double* values = p_.values.data();
+      double* r = s.r.data() - s.lo;  // indexed by the problem's row
+      for (auto q = s.begin[j]; q < s.end[j]; ++q) r[rows[q]] -= values[q] * d, col += values[q];
       s.sum_r -= col * d;
       s.shift += p_.center_of(j) * d;
     }
@@ -191,13 +224,28 @@ class lasso_program {
         throw error(errc::bad_frame, "lasso: workers' partials of round " + std::to_string(pl.round) + " disagree");
     update_type u;
     u.vars = pl.vars;
-    u.delta.reserve(pl.vars.size());
-    for (std::size_t k = 0; k < pl.vars.size(); ++k) {
+    const std::size_t B = pl.vars.size();
+    // The β_j the residuals hold (pipelined: minus the changes of the rounds they missed).
+    late_changes(applied);
+    std::vector<double>& g = g_;
+    g.assign(B, 0.0);
+    for (const auto& q : parts)
+      for (std::size_t k = 0; k < B; ++k) g[k] += q.g[k];
+    std::vector<double>& next = next_;
+    next.resize(B);
+    if (sequential_) {
+      sequential_steps(pl, parts, g, next);
+    } else {
+      for (std::size_t k = 0; k < B; ++k) {
+        const auto j = pl.vars[k];
+        const double seen = beta_[j] - late(j);
+        next[k] = lasso_coordinate(g[k] / p_.n + p_.sq_norm[j] * seen, p_.sq_norm[j], lambda_);
+      }
+    }
+    u.delta.reserve(B);
+    for (std::size_t k = 0; k < B; ++k) {
       const auto j = pl.vars[k];
-      double g = 0;
-      for (const auto& q : parts) g += q.g[k];
-      const double seen = beta_[j] - late_change(j, applied);  // the β_j the residuals hold
-      const double b = lasso_coordinate(g / p_.n + p_.sq_norm[j] * seen, p_.sq_norm[j], lambda_);
+      const double b = next[k];
       if (!std::isfinite(b)) diverged(pl, "coefficient " + std::to_string(j) + " is not finite");
       const double delta = b - beta_[j];
       l1_ += std::abs(b) - std::abs(beta_[j]);
@@ -212,6 +260,17 @@ class lasso_program {
         for (std::uint32_t j = 0; j < p_.d; ++j) grad[j] += parts[q].grad[j];
       for (const auto& q : parts) rss += q.rss, ry += q.ry;
       for (double v : grad) mg = std::max(mg, std::abs(v));
+      // The step each coefficient outside the round would take from this gradient, for the
+      // scheduler (`changes`); the round's own coefficients report their real change.
+      predicted_.clear();
+      in_round_.resize(p_.d, 0);
+      for (auto j : pl.vars) in_round_[j] = 1;
+      for (std::uint32_t j = 0; j < p_.d; ++j) {
+        if (in_round_[j]) continue;
+        const double b = lasso_coordinate(grad[j] / p_.n + p_.sq_norm[j] * beta_[j], p_.sq_norm[j], lambda_);
+        predicted_.push_back({j, b - beta_[j]});
+      }
+      for (auto j : pl.vars) in_round_[j] = 0;
       lasso_point pt;
       pt.round = applied;
       pt.eval = lasso_eval::of(rss, ry, mg, l1_after_.at(applied - history_first_), lambda_, p_.n);
@@ -231,8 +290,12 @@ class lasso_program {
     return u;
   }
 
+  /// The round's changes, and after an evaluated round the predicted change of every other
+  /// coefficient (the step the round's full gradient gives it; 0 for most).
   void changes(const update_type& u, std::vector<sched::var_delta>& out) const {
     for (std::size_t k = 0; k < u.vars.size(); ++k) out.push_back({u.vars[k], u.delta[k]});
+    out.insert(out.end(), predicted_.begin(), predicted_.end());
+    predicted_.clear();
   }
 
   /// Marks the start of the run (for the points' elapsed_s): the engine calls it with its own start.
@@ -245,20 +308,130 @@ class lasso_program {
  private:
   struct shard {
     std::uint32_t lo = 0, hi = 0;  // rows [lo, hi)
-    std::vector<std::uint64_t> col_offsets;
-    std::vector<std::uint32_t> rows;  // local row of each value
+    std::vector<std::uint64_t> begin, end;  // the shard's part of column j: problem entries [begin[j], end[j])
     // r: y − Σ β_j v_j over the shard's rows; the true residual is r + shift (shift = Σ β_j·center_j,
     // 0 unless the columns are centred). sum_r = Σ r.
-    std::vector<double> values, r, y;
+    std::vector<double> r, y;
     double sum_r = 0, shift = 0;
     std::uint64_t applied = 0;
+    // gram_push's scratch: per local row the last batch entry in it (−1: none), the entries (batch
+    // position, value, previous entry of the row), and per batch position a pair's running sum.
+    std::vector<std::int32_t> head;
+    std::vector<std::uint32_t> ent_pos, touched_rows, mark, nbrs;
+    std::vector<std::int32_t> ent_next;
+    std::vector<double> ent_val, acc;
   };
   /// The shard's part of x̃_jᵀ(true residual), up to terms that cancel in the workers' sum:
   /// v_jᵀr − center_j·Σr over its rows (the shift drops out of the sum because x̃_j ⟂ 1).
   double dot(const shard& s, sched::var_id j) const noexcept {
     double g = 0;
-    for (auto q = s.col_offsets[j]; q < s.col_offsets[j + 1]; ++q) g += s.values[q] * s.r[s.rows[q]];
+    const std::uint32_t* rows = p_.rows.data();
+    const double* values = p_.values.data();
+    const double* r = s.r.data() - s.lo;
+    for (auto q = s.begin[j]; q < s.end[j]; ++q) g += values[q] * r[rows[q]];
     return g - p_.center_of(j) * s.sum_r;
+  }
+  /// Sequential steps' push: the partial sums, and the Gram entries of the batch's pairs that
+  /// share a row of the shard. Column a's entries are threaded onto their rows' lists as they are
+  /// read, so each pair (a, b < a) in a row is met once: O(nnz of the batch here + such pairs).
+  void gram_push(shard& s, const std::vector<sched::var_id>& vars, partial_type& out) const {
+    const std::uint32_t B = static_cast<std::uint32_t>(vars.size());
+    const std::uint32_t* rows = p_.rows.data();
+    const double* values = p_.values.data();
+    const double* r = s.r.data() - s.lo;
+    if (s.head.size() != s.hi - s.lo) s.head.assign(s.hi - s.lo, -1);
+    s.ent_pos.clear(), s.ent_val.clear(), s.ent_next.clear(), s.touched_rows.clear();
+    s.mark.assign(B, 0);
+    s.acc.assign(B, 0.0);
+    for (std::uint32_t a = 0; a < B; ++a) {
+      const auto j = vars[a];
+      double g = 0;
+      s.nbrs.clear();
+      for (auto q = s.begin[j]; q < s.end[j]; ++q) {
+        const std::uint32_t i = rows[q] - s.lo;
+        const double v = values[q];
+        g += v * r[rows[q]];
+        for (std::int32_t e = s.head[i]; e >= 0; e = s.ent_next[e]) {
+          const std::uint32_t b = s.ent_pos[e];
+          if (s.mark[b] != a + 1) s.mark[b] = a + 1, s.nbrs.push_back(b);
+          s.acc[b] += v * s.ent_val[e];
+        }
+        if (s.head[i] < 0) s.touched_rows.push_back(i);
+        s.ent_next.push_back(s.head[i]);
+        s.head[i] = static_cast<std::int32_t>(s.ent_pos.size());
+        s.ent_pos.push_back(a);
+        s.ent_val.push_back(v);
+      }
+      out.g.push_back(g - p_.center_of(j) * s.sum_r);
+      for (auto b : s.nbrs) {
+        out.pair_a.push_back(a), out.pair_b.push_back(b), out.pair_v.push_back(s.acc[b]);
+        s.acc[b] = 0;
+      }
+    }
+    for (auto i : s.touched_rows) s.head[i] = -1;
+  }
+  /// Sequential steps' pull: cyclic coordinate descent over the batch from the summed partial
+  /// sums g, the Gram entries the workers found (S_ab = v_aᵀv_b over all rows; with centred
+  /// columns x̃_aᵀx̃_b = S_ab − n·c_a·c_b, a rank-one term kept as one running sum), `sweeps_`
+  /// passes (fewer when a pass changes nothing). next[k]: the new β of pl.vars[k].
+  void sequential_steps(const sched::plan& pl, const std::vector<partial_type>& parts, const std::vector<double>& g,
+                        std::vector<double>& next) {
+    const std::size_t B = pl.vars.size();
+    const double n = p_.n;
+    // The batch's Gram graph, both directions (a pair found by two workers is two entries: they add).
+    adj_off_.assign(B + 1, 0);
+    for (const auto& q : parts) {
+      if (q.pair_a.size() != q.pair_b.size() || q.pair_a.size() != q.pair_v.size())
+        throw error(errc::bad_frame, "lasso: a worker's Gram entries of round " + std::to_string(pl.round) + " disagree");
+      for (std::size_t e = 0; e < q.pair_a.size(); ++e) {
+        if (q.pair_a[e] >= B || q.pair_b[e] >= B)
+          throw error(errc::bad_frame, "lasso: a Gram entry of round " + std::to_string(pl.round) + " is outside the batch");
+        ++adj_off_[q.pair_a[e] + 1], ++adj_off_[q.pair_b[e] + 1];
+      }
+    }
+    for (std::size_t k = 0; k < B; ++k) adj_off_[k + 1] += adj_off_[k];
+    adj_to_.resize(adj_off_[B]);
+    adj_v_.resize(adj_off_[B]);
+    fill_.assign(adj_off_.begin(), adj_off_.end() - 1);
+    for (const auto& q : parts)
+      for (std::size_t e = 0; e < q.pair_a.size(); ++e) {
+        const auto a = q.pair_a[e], b = q.pair_b[e];
+        adj_to_[fill_[a]] = b, adj_v_[fill_[a]++] = q.pair_v[e];
+        adj_to_[fill_[b]] = a, adj_v_[fill_[b]++] = q.pair_v[e];
+      }
+    // D[k]: β_k − (the β_k the residuals hold); sacc[k] = Σ_{l≠k} S_kl·D[l]; T = Σ_l c_l·D[l].
+    std::vector<double>& D = d_;
+    std::vector<double>& sacc = sacc_;
+    D.assign(B, 0.0);
+    sacc.assign(B, 0.0);
+    double T = 0;
+    const bool centred = !p_.center.empty();
+    auto moved = [&](std::size_t k, double step) {
+      D[k] += step;
+      if (centred) T += p_.center[pl.vars[k]] * step;
+      for (auto e = adj_off_[k]; e < adj_off_[k + 1]; ++e) sacc[adj_to_[e]] += adj_v_[e] * step;
+    };
+    for (std::size_t k = 0; k < B; ++k) {
+      next[k] = beta_[pl.vars[k]];
+      if (const double lc = late(pl.vars[k]); lc != 0) moved(k, lc);  // pipelined: changes the residuals miss
+    }
+    for (std::uint32_t sweep = 0; sweep < sweeps_; ++sweep) {
+      bool any = false;
+      for (std::size_t k = 0; k < B; ++k) {
+        const auto j = pl.vars[k];
+        if (!(p_.sq_norm[j] > 0)) continue;
+        const double c = centred ? p_.center[j] : 0.0;
+        const double cross = sacc[k] - n * c * (T - c * D[k]);  // Σ_{l≠k} x̃_kᵀx̃_l·D[l]
+        const double seen = next[k] - D[k];
+        const double b = lasso_coordinate((g[k] - cross) / n + p_.sq_norm[j] * seen, p_.sq_norm[j], lambda_);
+        const double step = b - next[k];
+        if (step == 0) continue;
+        any = true;
+        next[k] = b;
+        moved(k, step);
+      }
+      if (!any) break;
+    }
   }
   static std::string fmt_g(double v) {
     char b[32];
@@ -297,23 +470,29 @@ class lasso_program {
     throw error(errc::diverged, head + "): too many correlated coefficients are stepped together; use a smaller batch or a "
                                        "dependency filter");
   }
-  // Σ of β_j's changes in rounds [applied, pulled so far): what a pipelined push has not seen.
-  double late_change(sched::var_id j, std::uint64_t applied) const {
+  // The changes of rounds [applied, pulled so far): what a pipelined push has not seen, by
+  // coefficient (one pass over those rounds, then a lookup per coefficient).
+  void late_changes(std::uint64_t applied) {
+    late_.clear();
     const std::uint64_t pulled = history_first_ + history_.size();
-    if (applied >= pulled) return 0.0;
+    if (applied >= pulled) return;
     if (applied < history_first_)
       throw error(errc::refused, "lasso: pipelining deeper than " + std::to_string(lasso_history) + " rounds");
-    double s = 0;
     for (std::uint64_t k = applied; k < pulled; ++k) {
       const auto& u = history_[k - history_first_];
-      for (std::size_t i = 0; i < u.vars.size(); ++i)
-        if (u.vars[i] == j) s += u.delta[i];
+      for (std::size_t i = 0; i < u.vars.size(); ++i) late_[u.vars[i]] += u.delta[i];
     }
-    return s;
+  }
+  double late(sched::var_id j) const {
+    if (late_.empty()) return 0.0;
+    const auto it = late_.find(j);
+    return it == late_.end() ? 0.0 : it->second;
   }
 
   const lasso_problem& p_;
   double lambda_, tol_;
+  bool sequential_ = false;
+  std::uint32_t sweeps_ = 1;
   std::vector<shard> parts_;
   std::vector<double> beta_;
   double l1_ = 0, f_zero_ = 0;  // f_zero_: F(0) = ‖y‖²/(2n)
@@ -324,6 +503,13 @@ class lasso_program {
   std::deque<update_type> history_;       // the last rounds' changes
   std::uint64_t history_first_ = 0;       // round of history_.front()
   std::vector<lasso_point> points_;
+  std::unordered_map<sched::var_id, double> late_;  // late_changes(): by coefficient
+  mutable std::vector<sched::var_delta> predicted_;  // an evaluated round's predicted changes, until `changes` hands them on
+  std::vector<std::uint8_t> in_round_;
+  // pull's scratch
+  std::vector<double> g_, next_, d_, sacc_, adj_v_;
+  std::vector<std::uint64_t> adj_off_, fill_;
+  std::vector<std::uint32_t> adj_to_;
   // dependency()'s dense columns (the coordinator's only)
   mutable std::vector<std::vector<double>> dense_;
   mutable std::vector<sched::var_id> dense_var_;
@@ -362,6 +548,7 @@ inline void check_lasso_options(const lasso_trainer_options& o) {
     bad("tolerance must be a finite number >= 0 (got " + std::to_string(o.tolerance) + ")");
   if (o.rounds == 0) bad("rounds must be >= 1 (0 rounds would evaluate nothing)");
   if (o.batch == 0) bad("batch must be >= 1");
+  if (o.sweeps == 0) bad("sweeps must be >= 1");
   if (o.depth == 0 || o.depth > lasso_max_depth)
     bad("depth must be between 1 and " + std::to_string(lasso_max_depth) + " (got " + std::to_string(o.depth) +
         "): a pipelined push is corrected with the last " + std::to_string(lasso_max_depth) + " rounds' changes");
@@ -384,7 +571,7 @@ lasso_run train_lasso(system_base& sys, const lasso_problem& p, S& sched, const 
                                      std::to_string(eval_bytes) + " bytes, over the message limit of " + std::to_string(limit) +
                                      " bytes (system_config::max_message): at most " + std::to_string(lasso_max_columns(limit)) + " columns");
   const std::uint32_t P = sys.config().nodes * sys.config().workers_per_node;
-  lasso_program prog(p, out.lambda, P, o.tolerance);
+  lasso_program prog(p, out.lambda, P, o.tolerance, o.steps, o.sweeps);
   sched::options so;
   so.rounds = o.rounds;
   so.batch = o.batch;

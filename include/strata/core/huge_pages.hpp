@@ -150,4 +150,28 @@ inline bool advise_thread_heap_huge_pages() noexcept {
 #endif
 }
 
+/// Asks for transparent huge pages under the whole 2 MiB pages inside [p, p + bytes) (advice
+/// only; nothing on other systems). For a large array that is about to be filled: a vector's
+/// reserved block is a fresh mapping of 4 KiB pages, each a page fault on first touch (about
+/// 12 µs on the development VM: a 1.2 GB design read for Lasso took 300,000 faults, several
+/// seconds), and with huge pages the same block takes a few hundred. Call it before the first
+/// touch (after `reserve`, before `resize` or `push_back`): pages already touched stay small.
+inline void advise_huge_pages(const void* p, std::size_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  constexpr std::uintptr_t page = std::uintptr_t{2} << 20;
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t lo = (at + page - 1) / page * page, hi = (at + bytes) / page * page;
+  if (bytes >= page && hi > lo) (void)::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+/// reserve(n) on a vector of trivially copyable values, then advise_huge_pages on the block.
+template <class V>
+void reserve_huge(V& v, std::size_t n) {
+  v.reserve(n);
+  advise_huge_pages(v.data(), v.capacity() * sizeof(typename V::value_type));
+}
+
 }  // namespace strata

@@ -47,33 +47,44 @@ class uniform_random {
   explicit uniform_random(std::uint64_t seed = 1) : rng_(seed) {}
 
   void schedule(const context& cx, plan& out) {
-    // Floyd's algorithm: `n` distinct values of [0, vars) in O(n) draws.
+    // Floyd's algorithm: `n` distinct values of [0, vars) in O(n) draws (a mark per variable, so
+    // a round of n costs O(n) however large n is).
     const std::uint32_t n = std::min(cx.batch, cx.vars);
+    if (taken_.size() != cx.vars) taken_.assign(cx.vars, 0);
     const std::size_t first = out.vars.size();
     for (std::uint32_t j = cx.vars - n; j < cx.vars; ++j) {
       const auto t = std::uniform_int_distribution<std::uint32_t>(0, j)(rng_);
-      const bool taken = std::find(out.vars.begin() + static_cast<std::ptrdiff_t>(first), out.vars.end(), t) != out.vars.end();
-      out.vars.push_back(taken ? j : t);
+      const var_id v = taken_[t] ? j : t;
+      taken_[v] = 1;
+      out.vars.push_back(v);
     }
+    for (std::size_t i = first; i < out.vars.size(); ++i) taken_[out.vars[i]] = 0;
   }
   void observe(std::span<const var_delta>) noexcept {}
 
  private:
   std::mt19937_64 rng_;
+  std::vector<std::uint8_t> taken_;
 };
 
-/// Dynamic priority (STRADS): a variable's priority is |Δ|^p of its last change; a round draws
-/// `batch` distinct variables with probability ∝ priority + η, where η = eta × the mean non-zero
-/// priority (a floor, so that a variable that stopped moving is still tried now and then). A
-/// variable never updated comes first (in random order), so every variable gets a priority.
-/// p = 1 is the released STRADS code, p = 2 the paper.
+/// Dynamic priority (STRADS): a variable's priority is |Δ|^p of its last change; a round makes
+/// `batch` draws, each a variable with probability ∝ priority + η, and keeps the distinct ones
+/// (so a round holds at most `batch`, fewer when the priority sits on fewer variables). The floor
+/// η = eta × (total priority) / vars puts a fraction eta / (1 + eta) of the draws on variables
+/// uniformly, whatever the number of variables: a variable that stopped moving is still tried now
+/// and then, and with a million variables of which a thousand move the draws still go to those
+/// (a floor per variable of eta × the mean *non-zero* priority, as before, put 99% of the draws on
+/// the 999,000 that do not). A variable with no priority yet (never observed) comes first, in
+/// random order, so every variable gets one; a program may report a predicted change (e.g. the
+/// step a full gradient says a coefficient would take) for variables it did not schedule, which
+/// sets their priority too. p = 1 is the released STRADS code, p = 2 the paper.
 class priority {
  public:
   using scheduler_tag = void;
   static constexpr const char* name() noexcept { return "priority"; }
   struct settings {
     double p = 1;         ///< exponent of |Δ|
-    double eta = 0.1;     ///< the floor, as a fraction of the mean non-zero priority
+    double eta = 0.1;     ///< the floor: the uniform draws are eta / (1 + eta) of all
     std::uint64_t seed = 1;
   };
   priority() : priority(settings{}) {}
@@ -87,36 +98,44 @@ class priority {
     if (prio_.size() != cx.vars) reset(cx.vars);
     const std::uint32_t n = std::min(cx.batch, cx.vars);
     const std::size_t first = out.vars.size();
-    auto chosen = [&](var_id v) {
-      return std::find(out.vars.begin() + static_cast<std::ptrdiff_t>(first), out.vars.end(), v) != out.vars.end();
+    auto take = [&](var_id v) {
+      if (taken_[v]) return;
+      taken_[v] = 1;
+      out.vars.push_back(v);
     };
     while (out.vars.size() - first < n && !unvisited_.empty()) {
-      out.vars.push_back(unvisited_.back());
+      const var_id v = unvisited_.back();
       unvisited_.pop_back();
+      if (!observed_[v]) take(v);
     }
-    if (out.vars.size() - first >= n) return;
-    const double eta = nonzero_ ? s_.eta * (total() / static_cast<double>(nonzero_)) : 1.0;
-    const double floor_mass = eta * cx.vars;
-    std::uniform_real_distribution<double> u01(0.0, 1.0);
-    // Draw with rejection of repeats; the loop is bounded, and falls back to a scan.
-    for (std::uint32_t tries = 0; out.vars.size() - first < n && tries < 64 * n; ++tries) {
-      const double x = u01(rng_) * (total() + floor_mass);
-      const var_id v = x < floor_mass || total() <= 0
-                           ? std::uniform_int_distribution<var_id>(0, cx.vars - 1)(rng_)
-                           : find(x - floor_mass);
-      if (!chosen(v)) out.vars.push_back(v);
+    const std::uint32_t draws = n - static_cast<std::uint32_t>(out.vars.size() - first);
+    if (draws > 0) {
+      const double tot = total();
+      // The floor's share of the draws: all of them while no variable has a priority.
+      const double floor_share = tot > 0 ? s_.eta / (1.0 + s_.eta) : 1.0;
+      std::uniform_real_distribution<double> u01(0.0, 1.0);
+      std::uniform_int_distribution<var_id> any(0, cx.vars - 1);
+      for (std::uint32_t k = 0; k < draws; ++k) {
+        const double x = u01(rng_);
+        take(x < floor_share ? any(rng_) : find((x - floor_share) / (1.0 - floor_share) * tot));
+      }
     }
-    for (var_id v = 0; out.vars.size() - first < n && v < cx.vars; ++v)
-      if (!chosen(v)) out.vars.push_back(v);
+    for (std::size_t i = first; i < out.vars.size(); ++i) taken_[out.vars[i]] = 0;
   }
 
   void observe(std::span<const var_delta> changes) {
+    if (prio_.empty()) return;
+    const bool bulk = changes.size() >= prio_.size() / 16;  // many at once: set them, then rebuild the sums in O(vars)
     for (const auto& c : changes) {
       if (c.var >= prio_.size()) continue;
       const double q = std::pow(std::abs(c.delta), s_.p);
-      set(c.var, std::isfinite(q) ? q : 0.0);
+      if (bulk)
+        prio_[c.var] = std::isfinite(q) ? q : 0.0;
+      else
+        set(c.var, std::isfinite(q) ? q : 0.0);
+      observed_[c.var] = 1;
     }
-    if (++updates_ >= 4 * prio_.size()) rebuild();  // bound the floating-point drift of the sums
+    if (bulk || (updates_ += changes.size()) >= 4 * prio_.size()) rebuild();  // (also bounds the sums' floating-point drift)
   }
 
   /// The current priority of `v` (0 before it is first observed).
@@ -126,7 +145,8 @@ class priority {
   void reset(std::uint32_t vars) {
     prio_.assign(vars, 0.0);
     tree_.assign(vars + 1, 0.0);
-    nonzero_ = 0;
+    taken_.assign(vars, 0);
+    observed_.assign(vars, 0);
     unvisited_.resize(vars);
     std::iota(unvisited_.begin(), unvisited_.end(), var_id{0});
     std::shuffle(unvisited_.begin(), unvisited_.end(), rng_);
@@ -147,21 +167,22 @@ class priority {
     return static_cast<var_id>(std::min(pos, prio_.size() - 1));
   }
   void set(var_id v, double q) {
-    nonzero_ += (q != 0) - (prio_[v] != 0);
     add(v, q - prio_[v]);
     prio_[v] = q;
   }
-  void rebuild() {
-    std::fill(tree_.begin(), tree_.end(), 0.0);
-    for (std::size_t i = 0; i < prio_.size(); ++i) add(i, prio_[i]);
+  void rebuild() {  // O(vars): each node adds itself to its parent once
+    for (std::size_t i = 0; i < prio_.size(); ++i) tree_[i + 1] = prio_[i];
+    for (std::size_t i = 1; i < tree_.size(); ++i)
+      if (const std::size_t up = i + (i & (~i + 1)); up < tree_.size()) tree_[up] += tree_[i];
     updates_ = 0;
   }
 
   settings s_;
   std::mt19937_64 rng_;
   std::vector<double> prio_, tree_;
+  std::vector<std::uint8_t> taken_, observed_;  // taken_: in the round being drawn; observed_: has a priority
   std::vector<var_id> unvisited_;
-  std::size_t nonzero_ = 0, updates_ = 0;
+  std::size_t updates_ = 0;
 };
 
 /// STRADS's dependency check, wrapping any scheduler S: takes `oversample` × batch candidates

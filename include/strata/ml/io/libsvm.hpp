@@ -9,6 +9,7 @@
 /// own cap (`libsvm_cap`): the first line with an index above it is refused as it is read, naming
 /// the file, the line and the caller's reason.
 #include <strata/core/error.hpp>
+#include <strata/core/huge_pages.hpp>
 #include <strata/ml/io/detail/line_reader.hpp>
 
 #include <algorithm>
@@ -61,8 +62,23 @@ libsvm_data parse_libsvm_lines(Lines& lines, std::string_view name, const libsvm
   libsvm_data out;
   std::string_view line;
   std::size_t widest_line = 0;  // where the largest index is
+  // A file of known size: after its first MiB, the arrays are reserved for the whole file at the
+  // density seen so far (+5%), on huge pages, so that a large file is not copied each time they
+  // double (a 1.6 GB file: 100M values, 1.2 GB copied again and faulted in 4 KiB pages).
+  std::uint64_t bytes_seen = 0, reserve_at = std::uint64_t{1} << 20;
+  std::uint64_t file_bytes = 0;
+  if constexpr (requires { lines.file_size(); }) file_bytes = lines.file_size();
   while (lines.next(line)) {
     const std::size_t ln = lines.line_number();
+    bytes_seen += line.size() + 1;
+    if (bytes_seen >= reserve_at && file_bytes > 4 * reserve_at) {
+      reserve_at = std::numeric_limits<std::uint64_t>::max();
+      const double scale = 1.05 * static_cast<double>(file_bytes) / static_cast<double>(bytes_seen);
+      reserve_huge(out.indices, static_cast<std::size_t>(scale * static_cast<double>(out.indices.size())) + 1024);
+      reserve_huge(out.values, out.indices.capacity());
+      reserve_huge(out.labels, static_cast<std::size_t>(scale * static_cast<double>(out.labels.size())) + 1024);
+      reserve_huge(out.row_offsets, out.labels.capacity() + 1);
+    }
     if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     fields f(line);
     if (f.at_end()) continue;

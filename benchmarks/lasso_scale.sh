@@ -42,6 +42,7 @@ date=$(date +%Y-%m-%d)
 out=${out:-$root/benchmarks/results/scale/lasso_${size}_$date.txt}
 work=${work:-$HOME/.cache/strata/lasso_scale/$size}
 mkdir -p "$work" "$(dirname "$out")"
+bash "$root/scripts/deps.sh" r-cran-glmnet time  # R and glmnet, /usr/bin/time; python3-sklearn is in the base list
 py=/usr/bin/python3  # Debian's, with python3-sklearn
 if [ ! -f "$build/build.ninja" ]; then
   source "$root/scripts/ccache.sh"

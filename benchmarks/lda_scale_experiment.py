@@ -14,7 +14,8 @@ Protocol, per repetition, interleaved (strata MH, then WarpLDA; for each thread 
   a consistent snapshot; evaluation time excluded from the trace's clock), WarpLDA's own line per
   iteration. Both are checked at the end against ONE formula over both programs' final topic
   assignments (strata_lda --save-z, WarpLDA --dumpz; benchmarks/lda_z_loglik.cpp with the corpus's
-  V): the report gives each program's offset between its own figure and the common one.
+  V): each program's trace is moved by its offset between its own figure and the common one at
+  the final state (reported: strata's is 0, WarpLDA's own formula uses its V, the words it saw).
 - Time to the target log-likelihood per token (--target, fixed before the runs): the seconds of
   the first traced point at or above it, plus the process's set-up (reading and preparing; strata:
   its read_seconds and the initial clock, from the trace; WarpLDA: from its start to its
@@ -89,7 +90,7 @@ def run_warplda(a, prefix, threads, zfile):
             rates.append(float(m.group(3)) * 1e6)
 
     cmd = ["stdbuf", "-oL", os.path.join(a.warplda, "release", "src", "warplda"), "--prefix", prefix, "--k", str(a.topics),
-           "--alpha", str(a.alpha * a.topics), "--beta", str(a.beta), "--niter", str(a.iterations), "--mh", str(a.warp_mh),
+           "--alpha", str(a.alpha * a.topics), "--beta", str(a.beta), "--niter", str(a.warp_iterations or a.iterations), "--mh", str(a.warp_mh),
            "--dumpmodel=false", "--writeinfo=false", "--dumpz=true", "--z", zfile]
     _, wall, rss = timed(cmd, env={"OMP_NUM_THREADS": str(threads)}, stream=see)
     return dict(pts=pts, wall=wall, rss=rss, tps=med(rates) / threads, own_final=pts[-1][2] if pts else float("nan"), init=init[0])
@@ -98,7 +99,7 @@ def run_warplda(a, prefix, threads, zfile):
 def warp_input(a, docword, size):
     """WarpLDA's binary corpus for `docword` (made once, beside the corpus): UCI -> its text -> `format`."""
     prefix = os.path.join(os.path.dirname(docword), f"warplda.{size}")
-    if not os.path.exists(prefix + ".bin"):
+    if not os.path.exists(prefix + ".bin.u.idx"):
         t0 = time.monotonic()
         text = prefix + ".txt"
         with open(docword) as f, open(text, "w") as out:  # "doc doc word word ..." with each word repeated
@@ -142,6 +143,7 @@ def main():
     ap.add_argument("--consistency", default="essp")
     ap.add_argument("--mh-steps", type=int, default=2)
     ap.add_argument("--warp-mh", type=int, default=1)
+    ap.add_argument("--warp-iterations", type=int, default=0, help="WarpLDA's iterations (0: --iterations; its are cheaper)")
     ap.add_argument("--target", type=float, default=-13.0, help="log-likelihood per token, common formula")
     a = ap.parse_args()
 
@@ -173,7 +175,10 @@ def main():
                     common = common_ll(a, z, vocab)
                     put(f"{key} final_ll_per_token", common)
                     put(f"{key} own_minus_common", r["own_final"] - common)
-                    put(f"{key} time_to_target_s", first_at(r["pts"], a.target))
+                    # Each program's own trace, moved onto the common formula by the offset measured at
+                    # its final state (WarpLDA's own figure uses its V, the words it saw, not the corpus's).
+                    off = r["own_final"] - common
+                    put(f"{key} time_to_target_s", first_at([(i, t, ll - off) for i, t, ll in r["pts"]], a.target))
                     if "init" in r:
                         put(f"{key} setup_s", r["init"])
                     print(f"# {key} trace: " + " ".join(f"{i}:{t:.1f}s:{ll:.4f}" for i, t, ll in r["pts"]), flush=True)

@@ -99,7 +99,7 @@ TEST_CASE("lda MH sampler: the chain's draws follow the exact full conditional, 
   CHECK(chi < 20.52);  // 5 degrees of freedom, p = 0.001 (accepting every proposal gives thousands)
 }
 
-TEST_CASE("lda MH sampler: sparse word counts draw what dense ones draw, and keep the moves") {
+TEST_CASE("lda MH sampler: sparse and paired word counts draw what dense ones draw, and keep the moves") {
   const std::uint32_t K = 40;
   const ml::lda_params p{K, 500, 0.1, 0.01};
   std::mt19937_64 gen(5);
@@ -116,36 +116,48 @@ TEST_CASE("lda MH sampler: sparse word counts draw what dense ones draw, and kee
   std::vector<ml::lda_word_entry> sparse;
   for (std::uint32_t k = 0; k < K; ++k)
     if (dense[k] != 0 || snap[k] != 0 || k == 9) sparse.push_back({k, dense[k], snap[k]});
-  std::vector<ml::alias_entry> pool_d, pool_s;
+  std::vector<ml::lda_count_pair> paired(K);
+  for (std::uint32_t k = 0; k < K; ++k) paired[k] = {dense[k], snap[k]};
+  std::vector<ml::alias_entry> pool_d, pool_s, pool_p;
   std::vector<double> wb;
   std::vector<std::uint32_t> ib, sb;
   const auto sd = ml::build_word_alias(snap, pool_d, wb, ib, sb);
   const auto ss = ml::build_word_alias(std::span<const ml::lda_word_entry>(sparse), pool_s, wb, ib, sb);
+  const auto sp = ml::build_word_alias(std::span<const ml::lda_count_pair>(paired), pool_p, wb, ib, sb);
   REQUIRE(sd.size == ss.size);
+  REQUIRE(sd.size == sp.size);
   CHECK(sd.mass == ss.mass);
+  CHECK(sd.mass == sp.mass);
   for (std::size_t j = 0; j < sd.size; ++j) {
     CHECK(pool_d[j].keep == pool_s[j].keep);
     CHECK(pool_d[j].other == pool_s[j].other);
     CHECK(pool_d[j].prob == pool_s[j].prob);
+    CHECK(pool_d[j].keep == pool_p[j].keep);
+    CHECK(pool_d[j].prob == pool_p[j].prob);
   }
-  ml::mh_lda_sampler a(p, 2), b(p, 2);
+  ml::mh_lda_sampler a(p, 2), b(p, 2), c(p, 2);
   a.set_topic_totals(totals);
   b.set_topic_totals(totals);
-  std::vector<ml::lda_count> nd_a = nd, nd_b = nd;
-  std::vector<std::uint32_t> z_a = z, z_b = z;
+  c.set_topic_totals(totals);
+  std::vector<ml::lda_count> nd_a = nd, nd_b = nd, nd_c = nd;
+  std::vector<std::uint32_t> z_a = z, z_b = z, z_c = z;
   a.begin_document(nd_a, z_a);
   b.begin_document(nd_b, z_b);
-  std::mt19937_64 ra(9), rb(9);
+  c.begin_document(nd_c, z_c);
+  std::mt19937_64 ra(9), rb(9), rc(9);
   ml::lda_dense_word_counts wd{dense.data(), snap.data()};
   ml::lda_sparse_word_counts ws(sparse);
+  ml::lda_paired_word_counts wp{paired.data()};
   std::size_t moved = 0;
   for (int sweep = 0; sweep < 50; ++sweep)
     for (std::size_t i = 0; i < z.size(); ++i) {
       const auto ka = a.resample(z_a[i], wd, std::span<const ml::alias_entry>(pool_d), sd.mass, ra);
       const auto kb = b.resample(z_b[i], ws, std::span<const ml::alias_entry>(pool_s), ss.mass, rb);
+      const auto kc = c.resample(z_c[i], wp, std::span<const ml::alias_entry>(pool_p), sp.mass, rc);
       REQUIRE(ka == kb);
+      REQUIRE(ka == kc);
       moved += ka != z_a[i];
-      z_a[i] = ka, z_b[i] = kb;
+      z_a[i] = ka, z_b[i] = kb, z_c[i] = kc;
     }
   CHECK(moved > 0);  // the chain moved, so inserts and zero entries were exercised
   CHECK(std::is_sorted(sparse.begin(), sparse.end(), [](const auto& x, const auto& y) { return x.topic < y.topic; }));
@@ -154,6 +166,9 @@ TEST_CASE("lda MH sampler: sparse word counts draw what dense ones draw, and kee
     CHECK((it == sparse.end() ? 0 : it->current) == dense[k]);
     CHECK((it == sparse.end() ? 0 : it->snapshot) == snap[k]);
     CHECK(nd_a[k] == nd_b[k]);
+    CHECK(nd_a[k] == nd_c[k]);
+    CHECK(paired[k].current == dense[k]);
+    CHECK(paired[k].snapshot == snap[k]);
   }
 }
 

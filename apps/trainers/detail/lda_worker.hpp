@@ -84,11 +84,11 @@ class lda_worker {
   mh_lda_sampler mhs_;
   std::vector<std::uint32_t> local_of_, read_in_, used_;
   std::vector<std::vector<lda_word_entry>> mrows_;
-  // The most frequent words' rows dense instead (mh_dense_mb): word li's current counts at
-  // dense_[dense_of_[li] · 2K], its snapshot K further; dense_of_[li] = no_dense for the others.
+  // The most frequent words' rows dense instead (mh_dense_mb): word li's K (current, snapshot)
+  // pairs at dense_[dense_of_[li] · K]; dense_of_[li] = no_dense for the others.
   static constexpr std::uint32_t no_dense = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::uint32_t> dense_of_;
-  std::vector<lda_count> dense_;
+  std::vector<lda_count_pair> dense_;
   std::vector<lda_alias_slice> slices_;
   std::vector<alias_entry> pool_;
   std::vector<double> wbuf_;
@@ -154,16 +154,38 @@ class lda_worker {
     co_await w_.inc_row(t_.NT, 0, std::move(d));
   }
   /// Clock 0: send the initial topics (drawn before the run). A resumed run's tables hold them.
+  /// Each word's counts go in one row, summed over this worker's documents first: a block of
+  /// words at a time (block × K counts of 64 MB at most, one pass over the tokens per block),
+  /// not a row per (document, word) pair (60M messages at NYTimes' size).
   task<> push_initial() {
     if (t_.resumed) {
       rec_.end_iteration(w_, 0);  // slot 0: the checkpointed state, evaluated at the first sweep's start
       co_return;
     }
-    for (std::size_t i = 0, zi = 0; i < mydocs_.size(); ++i) {
-      const auto d = mydocs_[i];
-      for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
-        for (std::uint32_t j = 0; j < c_.counts[d][e]; ++j) note(st_.z[zi++], +1);
-        co_await send_word(c_.words[d][e]);
+    for (auto k : st_.z) ++tdelta_[k];
+    const std::size_t block = std::max<std::size_t>(1, (std::size_t{1} << 24) / K);
+    std::vector<lda_count> a;
+    auto next = mywords_.begin();  // sorted: the words of each block follow one another
+    for (std::size_t lo = 0; lo < t_.V; lo += block) {
+      const std::size_t hi = std::min<std::size_t>(t_.V, lo + block);
+      const auto end = std::lower_bound(next, mywords_.end(), static_cast<std::uint32_t>(hi));
+      if (next == end) continue;
+      a.assign((hi - lo) * K, 0);
+      std::size_t zi = 0;
+      for (auto d : mydocs_)
+        for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
+          const std::size_t x = c_.words[d][e];
+          const std::uint32_t n = c_.counts[d][e];
+          if (x >= lo && x < hi)
+            for (std::uint32_t j = 0; j < n; ++j) ++a[(x - lo) * K + st_.z[zi + j]];
+          zi += n;
+        }
+      for (; next != end; ++next) {
+        const lda_count* row = a.data() + (*next - lo) * K;
+        auto delta = w_.delta_row(t_.WT);
+        for (std::uint32_t k = 0; k < K; ++k)
+          if (row[k] != 0) delta.inc(k, row[k]);
+        co_await w_.inc_row(t_.WT, *next, std::move(delta));
       }
     }
     co_await send_totals();
@@ -237,14 +259,14 @@ class lda_worker {
     for (std::uint32_t li = 0; li < mywords_.size(); ++li)
       if (tokens[li] >= std::max<std::uint64_t>(1, K / 8)) order.push_back(li);
     std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return tokens[a] > tokens[b]; });
-    const std::size_t room = (std::size_t{o_.mh_dense_mb} << 20) / (2 * std::size_t{K} * sizeof(lda_count));
+    const std::size_t room = (std::size_t{o_.mh_dense_mb} << 20) / (std::size_t{K} * sizeof(lda_count_pair));
     order.resize(std::min(order.size(), room));
     dense_of_.assign(mywords_.size(), no_dense);
     for (std::uint32_t j = 0; j < order.size(); ++j) dense_of_[order[j]] = j;
-    dense_.assign(order.size() * 2 * std::size_t{K}, 0);
+    dense_.assign(order.size() * std::size_t{K}, lda_count_pair{});
   }
-  lda_count* dense_row(std::uint32_t li) { return dense_.data() + std::size_t{dense_of_[li]} * 2 * K; }
-  const lda_count* dense_row(std::uint32_t li) const { return dense_.data() + std::size_t{dense_of_[li]} * 2 * K; }
+  std::span<lda_count_pair> dense_row(std::uint32_t li) { return {dense_.data() + std::size_t{dense_of_[li]} * K, K}; }
+  std::span<const lda_count_pair> dense_row(std::uint32_t li) const { return {dense_.data() + std::size_t{dense_of_[li]} * K, K}; }
   /// Sweep `it`, then its clock.
   task<> sweep(std::uint32_t it) {
     co_await read_totals();
@@ -321,9 +343,9 @@ class lda_worker {
   /// The topics word li's change may hold: those of its local row and of its row as read.
   void changed_topics(std::uint32_t li, std::vector<std::uint32_t>& out) const {
     if (mh_ && dense_of_[li] != no_dense) {
-      const lda_count* c = dense_row(li);
+      const auto c = dense_row(li);
       for (std::uint32_t k = 0; k < K; ++k)
-        if (c[k] != c[K + k]) out.push_back(k);
+        if (c[k].current != c[k].snapshot) out.push_back(k);
       return;
     }
     if (mh_) {
@@ -417,8 +439,7 @@ class lda_worker {
       const std::uint32_t li = local_of_[dw[e]];
       const std::span<const alias_entry> alias(pool_.data() + slices_[li].offset, slices_[li].size);
       if (dense_of_[li] != no_dense) {
-        lda_count* c = dense_row(li);
-        lda_dense_word_counts counts{c, c + K};
+        lda_paired_word_counts counts{dense_row(li).data()};
         mh_tokens(counts, alias, slices_[li].mass, zi, dc[e]);
       } else {
         lda_sparse_word_counts counts(mrows_[li]);
@@ -448,11 +469,10 @@ class lda_worker {
     pool_.clear();
     const auto first_read = [this](std::uint32_t li, const sparse_row<std::int32_t>& row) {
       if (dense_of_[li] != no_dense) {
-        lda_count* c = dense_row(li);
-        std::fill(c, c + K, 0);
-        for (const auto& [k, cnt] : row.entries()) c[k] = cnt;
-        std::copy(c, c + K, c + K);
-        slices_[li] = build_word_alias(std::span<const lda_count>(c + K, K), pool_, wbuf_, ibuf_, sbuf_);
+        const auto c = dense_row(li);
+        std::fill(c.begin(), c.end(), lda_count_pair{});
+        for (const auto& [k, cnt] : row.entries()) c[k] = {cnt, cnt};
+        slices_[li] = build_word_alias(std::span<const lda_count_pair>(c), pool_, wbuf_, ibuf_, sbuf_);
         return;
       }
       auto& r = mrows_[li];
@@ -464,8 +484,8 @@ class lda_worker {
     const auto sample = [this](std::size_t, std::uint32_t d, std::size_t zi, std::size_t nd) { mh_document(d, zi, nd); };
     const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
       if (dense_of_[li] != no_dense) {
-        const lda_count* c = dense_row(li);
-        for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k] - c[K + k];
+        const auto c = dense_row(li);
+        for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k].current - c[k].snapshot;
         return;
       }
       for (const auto& e : mrows_[li]) a[e.topic] += e.current - e.snapshot;

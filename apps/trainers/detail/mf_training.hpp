@@ -363,9 +363,11 @@ struct mf_training {
     for (const auto& r : train.ratings)
       if (owner[r.user / B] == p) st.data[at[r.item / B]++] = r;
     if (o.user_order)
-      for (auto [g0, g1] : st.groups)
-        std::stable_sort(st.data.begin() + static_cast<std::ptrdiff_t>(g0), st.data.begin() + static_cast<std::ptrdiff_t>(g1),
-                         [](const io::rating& a, const io::rating& b) { return a.user < b.user; });
+      for (auto [g0, g1] : st.groups) {  // a file written user by user is in order already: no sort
+        const auto first = st.data.begin() + static_cast<std::ptrdiff_t>(g0), last = st.data.begin() + static_cast<std::ptrdiff_t>(g1);
+        const auto by_user = [](const io::rating& a, const io::rating& b) { return a.user < b.user; };
+        if (!std::is_sorted(first, last, by_user)) std::stable_sort(first, last, by_user);
+      }
     st.order.assign(st.data.size(), 0);  // its pages touched now, in the set-up
     st.order.clear();
   }

@@ -71,6 +71,27 @@ inline lda_alias_slice build_word_alias(std::span<const lda_count> snapshot, std
   return detail::append_alias(pool, weights, ids, scratch);
 }
 
+/// One topic's current and snapshot counts side by side: in a dense row of K of them
+/// (lda_paired_word_counts) the two counts a draw reads share a cache line.
+struct lda_count_pair {
+  lda_count current = 0;
+  lda_count snapshot = 0;
+};
+
+/// The alias table over a paired dense row's positive snapshot counts (topic = index): the same
+/// table as build_word_alias of the snapshot alone.
+inline lda_alias_slice build_word_alias(std::span<const lda_count_pair> row, std::vector<alias_entry>& pool, std::vector<double>& weights,
+                                        std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
+  weights.clear();
+  ids.clear();
+  for (std::size_t k = 0; k < row.size(); ++k)
+    if (row[k].snapshot > 0) {
+      weights.push_back(static_cast<double>(row[k].snapshot));
+      ids.push_back(static_cast<std::uint32_t>(k));
+    }
+  return detail::append_alias(pool, weights, ids, scratch);
+}
+
 /// One topic of a word's sparse counts: current and snapshot side by side (see lda_sparse_word_counts).
 struct lda_word_entry {
   std::uint32_t topic = 0;
@@ -102,6 +123,14 @@ struct lda_dense_word_counts {
   };
   pair at(std::uint32_t k) const noexcept { return {current[k], snapshot[k]}; }
   void add(std::uint32_t k, lda_count d) noexcept { current[k] += d; }
+};
+
+/// A word's counts dense and paired (K lda_count_pair): one load finds both counts of a topic.
+struct lda_paired_word_counts {
+  lda_count_pair* row;  ///< K pairs, their current counts moved by the sampler
+  using pair = lda_dense_word_counts::pair;
+  pair at(std::uint32_t k) const noexcept { return {row[k].current, row[k].snapshot}; }
+  void add(std::uint32_t k, lda_count d) noexcept { row[k].current += d; }
 };
 
 /// A word's counts kept sparse, sorted by topic, with the current and the snapshot count of each

@@ -29,31 +29,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 
-from perf_experiment import field, med
+from perf_experiment import Results, field, med, print_medians
+from scale_experiment import timed
 
 GEN = os.path.expanduser("~/.cache/strata/gen")
-
-
-def timed(cmd, env=None, stream=None):
-    """Runs cmd under /usr/bin/time; returns (stdout, wall seconds, peak RSS MB). With `stream`,
-    stream(line, seconds since start) sees each stdout line as it comes."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        start = time.monotonic()
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", tf.name] + cmd, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **(env or {})))
-        out = []
-        for line in p.stdout:
-            out.append(line)
-            if stream:
-                stream(line, time.monotonic() - start)
-        if p.wait() != 0:
-            sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{''.join(out)[-4000:]}")
-        wall, kb = tf.read().split()[-2:]
-    return "".join(out), float(wall), int(kb) / 1024
 
 
 def common_ll(a, zfile, vocab):
@@ -192,12 +174,8 @@ def main():
     prefix = warp_input(a, docword, a.size)
     print(f"# corpus {docword}: {docs} docs, V = {vocab}; K = {a.topics}, alpha {a.alpha} per topic, beta {a.beta}; "
           f"target {a.target} per token", flush=True)
-    res = {}
-
-    def put(k, v):
-        res.setdefault(k, []).append(v)
-        print(f"{k}: {v:.6g}", flush=True)
-
+    res = Results()
+    put = res.put
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(a.reps):
             for th in a.threads:
@@ -228,9 +206,7 @@ def main():
                     if "clock" in r:
                         print(f"# {key} training clock (evaluation and set-up excluded): " +
                               " ".join(f"{i}:{t:.1f}s" for i, t in r["clock"]), flush=True)
-    print("\n# medians")
-    for k, v in res.items():
-        print(f"{k}: median {med(v):.6g} of {len(v)} ({' '.join(f'{x:.4g}' for x in v)})")
+    print_medians(res)
 
 
 if __name__ == "__main__":

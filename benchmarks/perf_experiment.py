@@ -63,6 +63,21 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
+def print_medians(res):
+    """The closing table of an experiment: each key's median and its values, in the order put."""
+    print("\n# medians")
+    for k, v in res.items():
+        print(f"{k}: median {med(v):.6g} of {len(v)} ({' '.join(f'{x:.4g}' for x in v)})")
+
+
+class Results(dict):
+    """An experiment's figures: put(key, value) keeps and prints each as it comes."""
+
+    def put(self, k, v):
+        self.setdefault(k, []).append(v)
+        print(f"{k}: {v:.6g}", flush=True)
+
+
 def variants(specs):
     """The default configuration ("", no flags), then each NAME=FLAGS of --variant / --lda-variant."""
     out = [("", [])]
@@ -179,9 +194,7 @@ def main():
                 name = f"lda {key[0]} threads={key[1]}"
                 put(f"{name} time_to_target_s", t)
 
-    print("\n# medians")
-    for k, v in res.items():
-        print(f"{k}: median {med(v):.6g} of {len(v)} ({' '.join(f'{x:.4g}' for x in v)})")
+    print_medians(res)
 
 
 if __name__ == "__main__":

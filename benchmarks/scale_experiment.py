@@ -30,20 +30,27 @@ import sys
 import tempfile
 import time
 
-from perf_experiment import field, med  # the same summary-field parser and NaN-skipping median
+from perf_experiment import Results, field, med, print_medians  # shared with the other experiments
 
 GEN = os.path.expanduser("~/.cache/strata/gen")
 
 
-def timed(cmd, env=None):
-    """Runs cmd under /usr/bin/time; returns (stdout, wall seconds, peak RSS MB)."""
+def timed(cmd, env=None, stream=None):
+    """Runs cmd under /usr/bin/time; returns (its stdout and stderr, wall seconds, peak RSS MB).
+    With `stream`, stream(line, seconds since start) sees each output line as it comes."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
-        r = subprocess.run(["/usr/bin/time", "-f", "%e %M", "-o", tf.name] + cmd, capture_output=True, text=True,
-                           env=dict(os.environ, **(env or {})))
-        if r.returncode != 0:
-            sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        start = time.monotonic()
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%e %M", "-o", tf.name] + cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, **(env or {})))
+        out = []
+        for line in p.stdout:
+            out.append(line)
+            if stream:
+                stream(line, time.monotonic() - start)
+        if p.wait() != 0:
+            sys.exit(f"failed ({p.returncode}): {' '.join(cmd)}\n{''.join(out)[-4000:]}")
         wall, kb = tf.read().split()[-2:]
-    return r.stdout, float(wall), int(kb) / 1024
+    return "".join(out), float(wall), int(kb) / 1024
 
 
 class Strata:
@@ -124,12 +131,8 @@ def main():
     truth = json.load(open(os.path.join(data, "truth.json")))
     print(f"# data {data}: {truth['summary']['ratings_train']} train, {truth['summary']['ratings_test']} test ratings, "
           f"noise floor RMSE {truth['summary']['noise_floor_rmse']:.4f}; target {a.target}", flush=True)
-    res = {}
-
-    def put(k, v):
-        res.setdefault(k, []).append(v)
-        print(f"{k}: {v:.6g}", flush=True)
-
+    res = Results()
+    put = res.put
     for rep in range(a.reps):
         for th in a.threads:
             progs = [Strata(a, data, m, th) for m in a.models] + [Libmf(a, data, th)]
@@ -149,9 +152,7 @@ def main():
                     _, wall, rss = timed(p.args(e, False))
                 put(f"{key} time_to_target_s", wall)
                 put(f"{key} peak_rss_mb", rss)
-    print("\n# medians")
-    for k, v in res.items():
-        print(f"{k}: median {med(v):.6g} of {len(v)} ({' '.join(f'{x:.4g}' for x in v)})")
+    print_medians(res)
 
 
 if __name__ == "__main__":

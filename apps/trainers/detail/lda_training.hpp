@@ -201,27 +201,30 @@ struct lda_training {
     ll0 += initial_word_loglik();
     ll0 += lda_topic_loglik(nk0, lp);
   }
-  /// The word part of the initial LL: each word's counts over every worker's tokens, a block of
-  /// words at a time (block × K counts of 64 MB at most, one pass over the tokens per block)
-  /// instead of V × K counts at once.
+  /// Words × K counts are taken a block of words at a time: block × K counts of 64 MB at most,
+  /// one pass over the tokens per block, instead of V × K counts at once (the initial LL, each
+  /// worker's initial push).
+  std::size_t word_block() const { return std::max<std::size_t>(1, (std::size_t{1} << 24) / K); }
+  /// Adds worker p's tokens of the words [lo, hi) to nw ((hi − lo) × K counts, word by word).
+  void count_word_block(std::uint32_t p, std::size_t lo, std::size_t hi, std::vector<std::int32_t>& nw) const {
+    std::size_t zi = 0;
+    for (auto d : docs_of[p])
+      for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
+        const std::size_t x = corpus.words[d][e];
+        const std::uint32_t n = corpus.counts[d][e];
+        if (x >= lo && x < hi)
+          for (std::uint32_t j = 0; j < n; ++j) ++nw[(x - lo) * K + state[p].z[zi + j]];
+        zi += n;
+      }
+  }
+  /// The word part of the initial LL: each word's counts over every worker's tokens, by blocks.
   double initial_word_loglik() const {
-    const std::size_t block = std::max<std::size_t>(1, (std::size_t{1} << 24) / K);
     std::vector<std::int32_t> nw;
     double ll = 0;
-    for (std::size_t lo = 0; lo < V; lo += block) {
-      const std::size_t hi = std::min<std::size_t>(V, lo + block);
+    for (std::size_t lo = 0; lo < V; lo += word_block()) {
+      const std::size_t hi = std::min<std::size_t>(V, lo + word_block());
       nw.assign((hi - lo) * K, 0);
-      for (std::uint32_t p = 0; p < P; ++p) {
-        std::size_t zi = 0;
-        for (auto d : docs_of[p])
-          for (std::size_t e = 0; e < corpus.words[d].size(); ++e) {
-            const std::size_t x = corpus.words[d][e];
-            const std::uint32_t n = corpus.counts[d][e];
-            if (x >= lo && x < hi)
-              for (std::uint32_t j = 0; j < n; ++j) ++nw[(x - lo) * K + state[p].z[zi + j]];
-            zi += n;
-          }
-      }
+      for (std::uint32_t p = 0; p < P; ++p) count_word_block(p, lo, hi, nw);
       for (std::size_t x = lo; x < hi; ++x) ll += lda_word_loglik(std::span<const std::int32_t>(nw.data() + (x - lo) * K, K), lp);
     }
     return ll;

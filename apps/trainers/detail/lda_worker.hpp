@@ -154,32 +154,23 @@ class lda_worker {
     co_await w_.inc_row(t_.NT, 0, std::move(d));
   }
   /// Clock 0: send the initial topics (drawn before the run). A resumed run's tables hold them.
-  /// Each word's counts go in one row, summed over this worker's documents first: a block of
-  /// words at a time (block × K counts of 64 MB at most, one pass over the tokens per block),
-  /// not a row per (document, word) pair (60M messages at NYTimes' size).
+  /// Each word's counts go in one row, summed over this worker's documents first a block of words
+  /// at a time (lda_training::count_word_block), not a row per (document, word) pair (60M
+  /// messages at NYTimes' size).
   task<> push_initial() {
     if (t_.resumed) {
       rec_.end_iteration(w_, 0);  // slot 0: the checkpointed state, evaluated at the first sweep's start
       co_return;
     }
     for (auto k : st_.z) ++tdelta_[k];
-    const std::size_t block = std::max<std::size_t>(1, (std::size_t{1} << 24) / K);
     std::vector<lda_count> a;
     auto next = mywords_.begin();  // sorted: the words of each block follow one another
-    for (std::size_t lo = 0; lo < t_.V; lo += block) {
-      const std::size_t hi = std::min<std::size_t>(t_.V, lo + block);
+    for (std::size_t lo = 0; lo < t_.V; lo += t_.word_block()) {
+      const std::size_t hi = std::min<std::size_t>(t_.V, lo + t_.word_block());
       const auto end = std::lower_bound(next, mywords_.end(), static_cast<std::uint32_t>(hi));
       if (next == end) continue;
       a.assign((hi - lo) * K, 0);
-      std::size_t zi = 0;
-      for (auto d : mydocs_)
-        for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
-          const std::size_t x = c_.words[d][e];
-          const std::uint32_t n = c_.counts[d][e];
-          if (x >= lo && x < hi)
-            for (std::uint32_t j = 0; j < n; ++j) ++a[(x - lo) * K + st_.z[zi + j]];
-          zi += n;
-        }
+      t_.count_word_block(p_, lo, hi, a);
       for (; next != end; ++next) {
         const lda_count* row = a.data() + (*next - lo) * K;
         auto delta = w_.delta_row(t_.WT);
@@ -288,7 +279,8 @@ class lda_worker {
   /// sampler: per document, the words new to the sweep are read first (the only suspension:
   /// `first_read(li, row)` copies the row it is given), then `sample(i, d, zi, nd)` draws the
   /// document's nd tokens from z[zi]; at the end each word's net change is sent once:
-  /// `change(li, a)` adds it into a (K counts, zero on entry; left zero again). Returns the
+  /// `change(li, add)` hands it to add(topic, count) (a topic may come more than once: the counts
+  /// add up). Returns the
   /// tokens drawn. The callables are taken by value: they live in the coroutine's frame.
   template <class FirstRead, class Sample, class Change>
   task<std::uint64_t> local_sweep(std::uint32_t it, FirstRead first_read, Sample sample, Change change) {
@@ -316,15 +308,19 @@ class lda_worker {
     co_return n;
   }
   /// The end of a local sweep: each word's net change (`change`, as local_sweep says), sent once.
+  /// The change is summed in a K-wide array but only at the topics it names (those of the word's
+  /// row and snapshot), which are then the only ones read and zeroed.
   template <class Change>
   task<> send_changes(Change& change) {
     std::vector<lda_count> a(K, 0);
     std::vector<std::uint32_t> topics;
+    const auto add = [&](std::uint32_t k, lda_count d) {
+      a[k] += d;
+      topics.push_back(k);
+    };
     for (auto li : used_) {
-      change(li, a);
-      // The topics the change can hold are those of the word's row and snapshot, not all K.
       topics.clear();
-      changed_topics(li, topics);
+      change(li, add);
       std::sort(topics.begin(), topics.end());
       topics.erase(std::unique(topics.begin(), topics.end()), topics.end());
       std::uint32_t nnz = 0;
@@ -339,21 +335,6 @@ class lda_worker {
         if (a[k] != 0) delta.inc(k, a[k]), a[k] = 0;
       co_await w_.inc_row(t_.WT, mywords_[li], std::move(delta));
     }
-  }
-  /// The topics word li's change may hold: those of its local row and of its row as read.
-  void changed_topics(std::uint32_t li, std::vector<std::uint32_t>& out) const {
-    if (mh_ && dense_of_[li] != no_dense) {
-      const auto c = dense_row(li);
-      for (std::uint32_t k = 0; k < K; ++k)
-        if (c[k].current != c[k].snapshot) out.push_back(k);
-      return;
-    }
-    if (mh_) {
-      for (const auto& e : mrows_[li]) out.push_back(e.topic);
-      return;
-    }
-    for (const auto& e : rows_[li]) out.push_back(e.topic);
-    for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) out.push_back(snap_pool_[x].topic);
   }
   /// Samples every token of document i (corpus document d, its first token at z[zi]) against
   /// the local rows, all read already. A plain function, not part of the coroutine, so its loop
@@ -406,9 +387,9 @@ class lda_worker {
       for (const auto& [k, cnt] : r.entries()) row.push_back({k, cnt}), snap_pool_.push_back({k, cnt});
     };
     const auto sample = [this](std::size_t, std::uint32_t d, std::size_t zi, std::size_t nd) { sample_document(d, zi, nd); };
-    const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
-      for (const auto& [k, c] : rows_[li]) a[k] += c;
-      for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) a[snap_pool_[x].topic] -= snap_pool_[x].count;
+    const auto change = [this](std::uint32_t li, const auto& add) {
+      for (const auto& [k, c] : rows_[li]) add(k, c);
+      for (std::size_t x = snap_at_[li]; x < snap_at_[li] + snap_len_[li]; ++x) add(snap_pool_[x].topic, -snap_pool_[x].count);
     };
     const std::uint64_t n = co_await local_sweep(it, first_read, sample, change);
     sampler_.end_document();
@@ -482,13 +463,14 @@ class lda_worker {
       slices_[li] = build_word_alias(std::span<const lda_word_entry>(r), pool_, wbuf_, ibuf_, sbuf_);
     };
     const auto sample = [this](std::size_t, std::uint32_t d, std::size_t zi, std::size_t nd) { mh_document(d, zi, nd); };
-    const auto change = [this](std::uint32_t li, std::vector<lda_count>& a) {
+    const auto change = [this](std::uint32_t li, const auto& add) {
       if (dense_of_[li] != no_dense) {
         const auto c = dense_row(li);
-        for (std::uint32_t k = 0; k < K; ++k) a[k] += c[k].current - c[k].snapshot;
+        for (std::uint32_t k = 0; k < K; ++k)
+          if (c[k].current != c[k].snapshot) add(k, c[k].current - c[k].snapshot);
         return;
       }
-      for (const auto& e : mrows_[li]) a[e.topic] += e.current - e.snapshot;
+      for (const auto& e : mrows_[li]) add(e.topic, e.current - e.snapshot);
     };
     co_return co_await local_sweep(it, first_read, sample, change);
   }

@@ -48,9 +48,16 @@ struct lda_alias_slice {
   double mass = 0;
 };
 namespace detail {
-// The table over the (weights, ids) gathered by the callers below, appended to pool.
-inline lda_alias_slice append_alias(std::vector<alias_entry>& pool, const std::vector<double>& weights,
-                                    const std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
+// The table over the positive counts that `each(add)` hands to add(topic, count), appended to
+// pool (the build_word_alias overloads below differ only in how they walk a row).
+template <class Each>
+lda_alias_slice append_alias(Each each, std::vector<alias_entry>& pool, std::vector<double>& weights, std::vector<std::uint32_t>& ids,
+                             std::vector<std::uint32_t>& scratch) {
+  weights.clear();
+  ids.clear();
+  each([&](std::size_t k, lda_count n) {
+    if (n > 0) weights.push_back(static_cast<double>(n)), ids.push_back(static_cast<std::uint32_t>(k));
+  });
   lda_alias_slice s{pool.size(), weights.size(), 0.0};
   if (weights.empty()) return s;
   pool.resize(pool.size() + weights.size());
@@ -61,14 +68,10 @@ inline lda_alias_slice append_alias(std::vector<alias_entry>& pool, const std::v
 
 inline lda_alias_slice build_word_alias(std::span<const lda_count> snapshot, std::vector<alias_entry>& pool, std::vector<double>& weights,
                                         std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
-  weights.clear();
-  ids.clear();
-  for (std::size_t k = 0; k < snapshot.size(); ++k)
-    if (snapshot[k] > 0) {
-      weights.push_back(static_cast<double>(snapshot[k]));
-      ids.push_back(static_cast<std::uint32_t>(k));
-    }
-  return detail::append_alias(pool, weights, ids, scratch);
+  const auto each = [&](auto add) {
+    for (std::size_t k = 0; k < snapshot.size(); ++k) add(k, snapshot[k]);
+  };
+  return detail::append_alias(each, pool, weights, ids, scratch);
 }
 
 /// One topic's current and snapshot counts side by side: in a dense row of K of them
@@ -82,14 +85,10 @@ struct lda_count_pair {
 /// table as build_word_alias of the snapshot alone.
 inline lda_alias_slice build_word_alias(std::span<const lda_count_pair> row, std::vector<alias_entry>& pool, std::vector<double>& weights,
                                         std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
-  weights.clear();
-  ids.clear();
-  for (std::size_t k = 0; k < row.size(); ++k)
-    if (row[k].snapshot > 0) {
-      weights.push_back(static_cast<double>(row[k].snapshot));
-      ids.push_back(static_cast<std::uint32_t>(k));
-    }
-  return detail::append_alias(pool, weights, ids, scratch);
+  const auto each = [&](auto add) {
+    for (std::size_t k = 0; k < row.size(); ++k) add(k, row[k].snapshot);
+  };
+  return detail::append_alias(each, pool, weights, ids, scratch);
 }
 
 /// One topic of a word's sparse counts: current and snapshot side by side (see lda_sparse_word_counts).
@@ -103,14 +102,10 @@ struct lda_word_entry {
 /// as the dense snapshot they stand for gives.
 inline lda_alias_slice build_word_alias(std::span<const lda_word_entry> row, std::vector<alias_entry>& pool, std::vector<double>& weights,
                                         std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& scratch) {
-  weights.clear();
-  ids.clear();
-  for (const auto& e : row)
-    if (e.snapshot > 0) {
-      weights.push_back(static_cast<double>(e.snapshot));
-      ids.push_back(e.topic);
-    }
-  return detail::append_alias(pool, weights, ids, scratch);
+  const auto each = [&](auto add) {
+    for (const auto& e : row) add(e.topic, e.snapshot);
+  };
+  return detail::append_alias(each, pool, weights, ids, scratch);
 }
 
 /// A word's counts as mh_lda_sampler reads and moves them: its current counts n_wk (this

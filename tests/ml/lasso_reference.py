@@ -36,6 +36,16 @@ yc = y - y.mean()
 lmax = np.max(np.abs(Xs.T @ yc)) / n
 
 
+def solve(cmd, out, label):
+    """Runs strata_lasso (cmd writes β to `out`); returns (β, the duality gap it reports), or None
+    after printing why the run failed."""
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        print(f"FAIL {label}: exit {run.returncode}: {run.stderr.strip()}")
+        return None
+    return np.loadtxt(out), float(run.stdout.split(" gap=")[1].split()[0])
+
+
 def objective(b, lam):
     r = yc - Xs @ b
     return r @ r / (2 * n) + lam * np.abs(b).sum()
@@ -59,14 +69,12 @@ with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "beta.txt")
             cmd = [exe, "--data", data, "--standardize", "--lambda-fraction", repr(frac), "--scheduler", sched,
                    "--workers", str(workers), "--tolerance", "1e-10", "--rho", "0.9", "--out", out, "--quiet"] + extra
-            run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-            if run.returncode != 0:
-                print(f"FAIL {sched_label} x{workers} at {frac} lambda_max: exit {run.returncode}: {run.stderr.strip()}")
+            got = solve(cmd, out, f"{sched_label} x{workers} at {frac} lambda_max")
+            if got is None:
                 failed += 1
                 continue
-            b = np.loadtxt(out)
+            b, gap = got
             f = objective(b, lam)
-            gap = float(run.stdout.split(" gap=")[1].split()[0])
             rel = abs(f - f_ref) / f_ref
             same = np.array_equal(b != 0, ref != 0)
             ok = rel <= 1e-6 and same and gap <= 1e-6 * f
@@ -113,15 +121,13 @@ with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "beta.txt")
         cmd = [exe, "--data", data, "--lambda", repr(lam2), "--scheduler", sched, "--workers", "2", "--batch", str(batch),
                "--batch-steps", "sequential", "--sweeps", "2", "--tolerance", "1e-10", "--out", out, "--quiet"]
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if run.returncode != 0:
-            print(f"FAIL wide {sched} batch {batch} sequential: exit {run.returncode}: {run.stderr.strip()}")
+        got = solve(cmd, out, f"wide {sched} batch {batch} sequential")
+        if got is None:
             failed += 1
             continue
-        b = np.loadtxt(out)
+        b, gap = got
         r = y2c - X2 @ b
         f = r @ r / (2 * n2) + lam2 * np.abs(b).sum()
-        gap = float(run.stdout.split(" gap=")[1].split()[0])
         rel = abs(f - f_ref2) / f_ref2
         ok = rel <= 1e-6 and gap <= 1e-6 * f
         failed += not ok

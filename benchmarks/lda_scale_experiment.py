@@ -45,7 +45,8 @@ def common_ll(a, zfile, vocab):
     return field(out, "per_token")
 
 
-def run_strata(a, docword, vocab, threads, zfile):
+def run_strata(a, docword, vocab, threads, zfile=None, mode="ps"):
+    """One strata_lda run (MH sampler, a's settings; --mode `mode`; the final topics to `zfile` if given)."""
     stamps = {}
 
     def see(line, t):  # its progress lines (stderr, one per iteration, flushed), stamped as they arrive
@@ -57,7 +58,7 @@ def run_strata(a, docword, vocab, threads, zfile):
         cmd = [os.path.join(a.build, "examples", "strata_lda"), "--data", docword, "--workers", str(threads),
                "--consistency", a.consistency, "--sampler", "mh", "--mh-steps", str(a.mh_steps), "--topics", str(a.topics),
                "--alpha", str(a.alpha), "--beta", str(a.beta), "--iterations", str(a.iterations), "--eval-every",
-               str(a.eval_every), "--metrics", m.name, "--save-z", zfile, "--seed", str(a.seed)]
+               str(a.eval_every), "--metrics", m.name, "--seed", str(a.seed), "--mode", mode] + (["--save-z", zfile] if zfile else [])
         out, wall, rss = timed(cmd, stream=see)
         recs = [json.loads(l) for l in open(m.name) if l.strip()]
     tokens = field(out, "tokens")

@@ -78,23 +78,20 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
 }
 
 /// Refuses, before any table exists, a --topics whose memory passes the machine's: the topic
-/// counts are K 4-byte counts per document, the initial word-topic counts K 8-byte counts per word, the topic totals a dense row of K counts at the shard and in each worker's cache and oplog, each
-/// worker's sampler keeps K-wide arrays of doubles, and a kept model is a dense vocab x K table.
+/// totals are a dense row of K counts at the shard and in each worker's cache and oplog, each
+/// worker's sampler and document scratch keep K-wide arrays, the parameter server's trainer takes
+/// the initial counts a block of words (64 MiB) at a time, with MH each worker holds up to
+/// mh_dense_mb of dense rows, and a kept model is a dense vocab x K table. (Rotation keeps no
+/// dense word or document table: its rows are sparse, a document's counts recounted when it comes up.)
 void check_topic_memory(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus, bool rotation) {
   const long double K = lo.topics;
   const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_tcp() ? 1 : cli.so.nodes);
-  const long double docs = static_cast<long double>(corpus.words.size());
   const long double V = corpus.vocab_size;
-  // Rotation keeps documents x K counts and a V x K table of the initial counts; the parameter
-  // server's trainer recounts a document's counts when it comes up and takes the initial counts a
-  // block of words (64 MiB) at a time, and with MH each worker holds up to mh_dense_mb of dense rows.
-  const long double counts = rotation ? K * 4 * docs + K * 8 * V : std::min(K * 4 * V, static_cast<long double>(1 << 26));
-  const long double dense = lo.sampler == ml::lda_sampler::mh ? threads * static_cast<long double>(lo.mh_dense_mb) * (1 << 20) : 0;
-  const long double bytes = counts + dense + K * 4 * (2 * threads + 1) + K * 8 * threads + (lo.keep_model ? K * 4 * V : 0);
+  const long double counts = rotation ? 0 : std::min(K * 4 * V, static_cast<long double>(1 << 26));
+  const long double dense = lo.sampler == ml::lda_sampler::mh && !rotation ? threads * static_cast<long double>(lo.mh_dense_mb) * (1 << 20) : 0;
+  const long double bytes = counts + dense + K * 4 * (2 * threads + 1) + K * 8 * 4 * threads + (lo.keep_model ? K * 4 * V : 0);
   ex::check_memory("--topics " + std::to_string(lo.topics), bytes,
-                   (rotation ? "the doc-topic counts (" + std::to_string(corpus.words.size()) + " documents x K), the initial word-topic counts (" +
-                                   std::to_string(corpus.vocab_size) + " words x K), "
-                             : std::string("a block of initial word-topic counts, ")) +
+                   (rotation ? std::string() : std::string("a block of initial word-topic counts, ")) +
                        (dense > 0 ? "each worker's dense MH rows (--mh-dense-mb), " : "") + "the topic totals, each worker's sampler" +
                        std::string(lo.keep_model ? " and the kept model" : ""));
 }
@@ -210,7 +207,6 @@ int main(int argc, char** argv) {
     lo.sampler = f.sampler == "mh" ? ml::lda_sampler::mh : ml::lda_sampler::sparse;
     check_topic_memory(cli, lo, corpus, f.mode == "rotation");
     cli.phase = "training";
-    if (f.sampler == "mh" && f.mode == "rotation") throw std::runtime_error("--sampler mh is for --mode ps");
     if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
     if (!f.save_z.empty() && (f.mode == "rotation" || cli.so.is_tcp()))
       throw std::runtime_error("--save-z is for --mode ps in one process (each process holds only its workers' documents)");

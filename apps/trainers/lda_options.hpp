@@ -6,6 +6,7 @@
 #include <trainers/run_stats.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,6 +26,9 @@ struct lda_trainer_options : run_options {
   /// With mh: MiB per worker for dense (K-wide) rows of its most frequent words, whose counts
   /// are then one load away; the other words' rows are sparse (a search per count). 0: all sparse.
   std::uint32_t mh_dense_mb = 256;
+  /// Word rotation only: word-topic entries per message part of a block handed on (8 bytes each;
+  /// a block larger than this goes as several parts, each under the transport's message limit).
+  std::size_t rotation_part_entries = std::size_t{1} << 20;
 };
 
 /// A corpus as the trainer wants it: per document, its distinct words and their counts.

@@ -21,6 +21,15 @@
 /// table at all, so the transport's byte counter is the rotation's traffic. A received block
 /// must carry the id and round the plan says, or the push throws (a ring out of step).
 ///
+/// Sampling: `sampler = sparse`, SparseLDA, exact draws against the held rows; `sampler = mh`, the
+/// Metropolis–Hastings sampler (ml/lda_mh_sampler.hpp) whose word proposals are alias tables built
+/// from the held block's rows at the start of the sub-round (exact then: the block has one writer),
+/// the block's most frequent words (K/8 tokens or more) in dense (current, snapshot) rows up to
+/// mh_dense_mb MiB per worker, the rest sparse. A document's topic counts are not stored: they are
+/// recounted from its tokens' topics when the sub-round reaches it and checked against them after
+/// its draws (no documents × K table; the samplers bind a document in O(n_d), not O(K)). A block
+/// is handed on in parts of rotation_part_entries entries, each under the message limit.
+///
 /// Topic totals: every push starts from the totals the last pull published, samples against its
 /// own view (the global totals plus its own moves, as in STRADS) and reports its net change; the
 /// pull adds the changes up and the sync hands every worker the new totals before its next push.
@@ -32,12 +41,14 @@
 /// the random initial state, drawn before the run from the same random streams as the
 /// data-parallel trainer (same seed: same initial state and LL).
 ///
-/// Invariants, checked at the last sub-round: every n_dk equals a recount from its tokens'
-/// topics, Σ_k n_dk = n_d, no negative count, Σ_w n_wk = n_k = Σ_d n_dk per topic, Σ_k n_k =
-/// tokens; and every n_wk equals a recount from the assignments, checked two ways: a fingerprint
+/// Invariants: every document's n_dk, as the sampler edited them, equal the recount of its tokens'
+/// new topics after each of its sub-rounds; at the last sub-round no negative count, Σ_w n_wk =
+/// n_k = Σ_d n_dk per topic, Σ_k n_k = tokens; and every n_wk equals a recount from the
+/// assignments, checked two ways: a fingerprint
 /// (Σ over the blocks' counts of n_wk·h(w, k) against Σ over every token of h(w, z), mod 2^64, with
 /// h a 64-bit hash: equal when the tables agree, and a difference escapes with probability 2^-64),
-/// which works across processes, and, when every worker is in this process, a full dense recount.
+/// which works across processes, and, when every worker is in this process, a full recount word
+/// by word.
 /// Who held which block in every round is recorded by the pull (`block_conflicts`, `holds`).
 #include <strata/core/error.hpp>
 #include <strata/ml/lda.hpp>
@@ -64,8 +75,9 @@
 namespace strata::ml {
 
 /// Settings of the word-rotation trainer: those of the data-parallel trainer (topics, alpha,
-/// beta, iterations = sweeps, seed; keep_model: the final counts into the outcome's `model` when
-/// every worker is in this process; prefetch is not used).
+/// beta, iterations = sweeps, seed, sampler, mh_steps, mh_dense_mb; keep_model: the final counts
+/// into the outcome's `model` when every worker is in this process; rotation_part_entries;
+/// prefetch is not used).
 using lda_rotation_options = lda_trainer_options;
 
 /// The outcome: what `train_lda` returns (iterations [0] = initial state, [i] = after sweep i;

@@ -235,6 +235,48 @@ TEST_CASE("lda SparseLDA resample excludes the token and keeps its buckets exact
   CHECK(r_inc == doctest::Approx(fresh.r_mass()).epsilon(1e-12));
 }
 
+TEST_CASE("lda SparseLDA's O(n_d) document binding gives the O(K) binding's buckets and draws") {
+  const ml::lda_params p{8, 40, 0.3, 0.2};
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<std::uint32_t>> z(6);
+  std::vector<lda_count> totals(8, 12);
+  for (auto& doc : z) {
+    doc.resize(3 + rng() % 7);
+    for (auto& k : doc) k = static_cast<std::uint32_t>(rng() % 8), ++totals[k];
+  }
+  const std::vector<ml::topic_count> row{{1, 4}, {4, 2}, {6, 5}, {0, 1}};
+  ml::doc_topic_scratch nd(8);
+  ml::sparse_lda_sampler s(p);
+  s.set_topic_totals(totals);
+  int draws = 0, differ = 0, unload_failed = 0;
+  for (int pass = 0; pass < 300; ++pass)
+    for (auto& doc : z) {
+      s.begin_document(nd.load(doc), doc);
+      // The same state bound the O(K) way: the same masses, and the same draw from the same stream.
+      ml::sparse_lda_sampler full(p);
+      full.set_topic_totals(s.topic_totals());
+      const auto n = nd.load({});
+      std::vector<lda_count> copy(n.begin(), n.end());
+      full.begin_document(copy);
+      CHECK(s.r_mass() == doctest::Approx(full.r_mass()).epsilon(1e-9));
+      CHECK(s.s_mass() == doctest::Approx(full.s_mass()).epsilon(1e-9));
+      for (auto& k : doc) {
+        auto same_stream = rng;
+        const auto a = s.resample(k, std::span<const ml::topic_count>(row), rng);
+        const auto b = full.resample(k, std::span<const ml::topic_count>(row), same_stream);
+        differ += a != b;
+        ++draws;
+        k = a;
+        if (a != b) break;  // the two states part here; the next document binds afresh
+      }
+      unload_failed += !nd.unload(doc);  // the sampler's in-place edits are the recount of the new topics
+    }
+  CHECK(draws > 5000);
+  CHECK(differ <= 2);  // only a rounding tie could part them
+  CHECK(unload_failed == 0);
+  CHECK_THROWS_AS(s.begin_document(nd.load(z[0]), std::vector<std::uint32_t>{9}), strata::error);
+}
+
 TEST_CASE("lda samplers read stale negative counts as zero") {
   const ml::lda_params p{3, 10, 0.1, 0.1};
   const std::vector<lda_count> doc{1, 0, 0}, word{-2, 0, 3}, totals{-1, 4, 5};

@@ -2,7 +2,8 @@
 // and MF by CCD++ (apps/trainers/mf_ccd.hpp). LDA: exact count invariants at 1, 2 and 4 workers
 // (also under ESSP: the rotation uses no table), every worker holds every block once per sweep and
 // no block is held twice in a sub-round, the initial LL equals the data-parallel trainer's, and the
-// final LL is within 3% of the data-parallel BSP trainer's (best of 3 seeds) after the same sweeps. MF: the same
+// final LL is within 3% of the data-parallel BSP trainer's (best of 3 seeds) after the same sweeps, with the exact
+// SparseLDA and the MH sampler; a block handed on in many parts gives the same chain. MF: the same
 // result at 1, 2 and 4 workers (CCD++ is deterministic), the loss never rises, and the test RMSE
 // within 0.02 of the SGD trainer's on the synthetic ratings.
 #include <doctest/doctest.h>
@@ -122,6 +123,45 @@ TEST_CASE("LDA rotation: the initial LL is the data-parallel trainer's, the fina
                               << " / " << best4);
     CHECK(std::abs(r.final_loglik - best1) < 0.03 * std::abs(best1));
     CHECK(std::abs(r.final_loglik - best4) < 0.03 * std::abs(best4));
+  }
+}
+
+TEST_CASE("LDA rotation with the MH sampler: exact invariants, every token drawn, the final LL within 3% of the data-parallel BSP run") {
+  const auto corpus = synthetic_corpus(5);
+  const double best1 = best_data_parallel(1, corpus);
+  auto o = rot_opts();
+  o.sampler = ml::lda_sampler::mh;
+  o.iterations = 20;  // 2 MH steps per token move less per sweep than an exact draw
+  for (std::uint32_t P : {1u, 3u})
+    for (std::uint32_t dense_mb : {0u, 256u}) {  // every row sparse; every row dense (K = 4)
+      CAPTURE(P);
+      CAPTURE(dense_mb);
+      o.mh_dense_mb = dense_mb;
+      const auto r = rotation(P, corpus, o);
+      INFO(r.invariant_error);
+      REQUIRE(r.invariants_ok);
+      CHECK(r.block_conflicts == 0);
+      CHECK(r.tokens_sampled == std::uint64_t{o.iterations} * corpus.tokens());
+      INFO("rotation mh " << r.final_loglik << ", data-parallel bsp best of 3 seeds " << best1);
+      CHECK(r.final_loglik > r.iterations.front().metric);
+      CHECK(std::abs(r.final_loglik - best1) < 0.03 * std::abs(best1));
+    }
+}
+
+TEST_CASE("LDA rotation: a block handed on in many small parts gives the same chain as in one") {
+  const auto corpus = synthetic_corpus(7);
+  for (auto sampler : {ml::lda_sampler::sparse, ml::lda_sampler::mh}) {
+    auto o = rot_opts();
+    o.sampler = sampler;
+    const auto whole = rotation(3, corpus, o);
+    o.rotation_part_entries = 5;  // every block goes as many parts, some of one row
+    const auto parts = rotation(3, corpus, o);
+    REQUIRE(whole.invariants_ok);
+    INFO(parts.invariant_error);
+    REQUIRE(parts.invariants_ok);
+    CHECK(parts.bytes_sent > whole.bytes_sent);  // more messages, each with its header
+    REQUIRE(parts.iterations.size() == whole.iterations.size());
+    for (std::size_t i = 0; i < whole.iterations.size(); ++i) CHECK(parts.iterations[i].metric == whole.iterations[i].metric);
   }
 }
 

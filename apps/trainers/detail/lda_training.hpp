@@ -32,30 +32,6 @@
 
 namespace strata::ml::detail {
 
-/// One document's topic counts n_dk, counted from its tokens' topics when the document comes up
-/// instead of kept for every document (documents × K counts: 1.2 GB at 300k documents and
-/// K = 1,000): load() fills a K-wide scratch from the topics in O(n_d), unload() takes them out
-/// again in O(n_d) and says whether the counts, edited by a sampler meanwhile, still match the
-/// (edited) topics.
-class doc_topic_scratch {
- public:
-  explicit doc_topic_scratch(std::uint32_t K) : n_(K, 0) {}
-  std::span<std::int32_t> load(std::span<const std::uint32_t> z) {
-    for (auto k : z) ++n_[k];
-    return n_;
-  }
-  /// Zeroes the counts again; false if they were not the recount of `z`.
-  bool unload(std::span<const std::uint32_t> z) {
-    for (auto k : z) --n_[k];
-    bool ok = true;
-    for (auto k : z) ok &= n_[k] == 0, n_[k] = 0;
-    return ok;
-  }
-
- private:
-  std::vector<std::int32_t> n_;
-};
-
 /// A worker's state: its tokens' topics (its documents' topic counts are counted from them).
 struct lda_worker_state {
   std::vector<std::uint32_t> z;   // topics of the local docs' tokens, doc by doc, entry by entry
@@ -194,8 +170,7 @@ struct lda_training {
             ++nk0[k];
           }
         const std::span<const std::uint32_t> dz(st.z.data() + first, st.z.size() - first);
-        ll0 += lda_doc_loglik(std::span<const std::int32_t>(nd.load(dz)), lp);
-        nd.unload(dz);
+        ll0 += nd.loglik(dz, lp);
       }
     }
     ll0 += initial_word_loglik();

@@ -110,14 +110,13 @@ class lda_worker {
     if (!nd_.unload(doc_z(zi, nd)) && st_.error.empty())
       st_.error = "doc " + std::to_string(d) + ": the sampler's n_dk differ from the recount of its tokens' topics";
   }
-  /// Σ over this worker's documents of f(d, n_dk) (counts recounted from the topics, a span of K).
+  /// f(d, its tokens' topics) for each of this worker's documents.
   template <class F>
   void for_each_document(F f) {
     for (std::size_t i = 0, zi = 0; i < mydocs_.size(); ++i) {
       const auto d = mydocs_[i];
       const std::size_t nd = t_.len[d];
-      f(d, std::span<const std::int32_t>(nd_.load(doc_z(zi, nd))));
-      nd_.unload(doc_z(zi, nd));
+      f(d, doc_z(zi, nd));
       zi += nd;
     }
   }
@@ -197,7 +196,7 @@ class lda_worker {
       co_await read_totals();
     }
     double ll = 0;
-    for_each_document([&](std::uint32_t, std::span<const std::int32_t> n) { ll += lda_doc_loglik(n, t_.lp); });
+    for_each_document([&](std::uint32_t, std::span<const std::uint32_t> z) { ll += nd_.loglik(z, t_.lp); });
     if (o_.prefetch)
       prefetch(w_, t_.WT, evalwords_);
     for (auto x : evalwords_) {
@@ -340,7 +339,7 @@ class lda_worker {
   /// the local rows, all read already. A plain function, not part of the coroutine, so its loop
   /// state stays in registers instead of the coroutine's frame.
   void sample_document(std::uint32_t d, std::size_t zi, std::size_t nd) {
-    sampler_.begin_document(nd_.load(doc_z(zi, nd)));  // edits n_dk in place
+    sampler_.begin_document(nd_.load(doc_z(zi, nd)), doc_z(zi, nd));  // edits n_dk in place
     const std::size_t first = zi;
     const auto& dw = c_.words[d];
     const auto& dc = c_.counts[d];
@@ -484,7 +483,7 @@ class lda_worker {
       const auto d = mydocs_[i];
       co_await w_.yield();
       const std::size_t first = zi, nd = t_.len[d];
-      sampler_.begin_document(nd_.load(doc_z(zi, nd)));  // edits n_dk in place
+      sampler_.begin_document(nd_.load(doc_z(zi, nd)), doc_z(zi, nd));  // edits n_dk in place
       for (std::size_t e = 0; e < c_.words[d].size(); ++e) {
         const std::uint32_t word = c_.words[d][e];
         {
@@ -527,9 +526,9 @@ class lda_worker {
   task<std::vector<double>> final_sums() {
     std::vector<double> fin(t_.f_docs + K, 0.0);
     std::uint64_t my_tokens = 0;
-    for_each_document([&](std::uint32_t d, std::span<const std::int32_t> nd) {
-      for (std::uint32_t k = 0; k < K; ++k) fin[t_.f_docs + k] += nd[k];
-      fin[lda_training::f_ll] += lda_doc_loglik(nd, t_.lp);
+    for_each_document([&](std::uint32_t d, std::span<const std::uint32_t> z) {
+      for (auto k : z) fin[t_.f_docs + k] += 1;  // Σ_d n_dk, n_dk being the recount of the topics
+      fin[lda_training::f_ll] += nd_.loglik(z, t_.lp);
       for (auto x : c_.counts[d]) my_tokens += x;
     });
     const std::string word_error = co_await add_word_rows(fin);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <strata/core/error.hpp>
@@ -93,6 +94,31 @@ class sparse_lda_sampler {
   void begin_document(std::span<lda_count> doc_topic) {
     doc_ = doc_topic;
     refresh();
+  }
+
+  /// The same in O(|topics| log) instead of O(K), for large K: `topics` names every topic with
+  /// n_dk > 0 (repeats and zero topics allowed: the document's tokens' topics will do). Only the
+  /// previous document's topics and these are touched; the s bucket keeps its incremental value
+  /// (set_topic_totals and the O(K) overload recompute it). The previous document's counts are
+  /// not read, so its scratch may already be cleared.
+  void begin_document(std::span<lda_count> doc_topic, std::span<const std::uint32_t> topics) {
+    for (auto k : nz_) coef_[k] = p_.alpha * inv_[k], pos_[k] = npos;  // back to "n_dk = 0"
+    nz_.clear();
+    doc_ = doc_topic;
+    r_ = 0;
+    for (auto k : topics) {
+      if (k >= p_.num_topics)
+        throw strata::error(errc::bad_input, "sparse_lda_sampler: topic " + std::to_string(k) + " of " + std::to_string(p_.num_topics));
+      const double ndk = n_dk(k);
+      if (pos_[k] != npos || !(ndk > 0)) continue;
+      pos_[k] = static_cast<std::uint32_t>(nz_.size());
+      nz_.push_back(k);
+      coef_[k] = (ndk + p_.alpha) * inv_[k];
+    }
+    // In topic order, as the O(K) binding lists them: the r bucket is walked in this order, so the
+    // same random number draws the same topic either way (and r is summed in the same order).
+    std::sort(nz_.begin(), nz_.end());
+    for (std::uint32_t i = 0; i < nz_.size(); ++i) pos_[nz_[i]] = i, r_ += p_.beta * n_dk(nz_[i]) * inv_[nz_[i]];
   }
 
   /// Unbinds the current document (sampling then treats all n_dk as 0); O(K).

@@ -7,7 +7,7 @@ The corpus comes from `strata_gen lda --size SIZE` (cached in ~/.cache/strata/ge
 built out of tree from its own repository; this script runs its `format` (once per corpus: UCI
 docword -> its text -> its binary; the seconds are reported apart) and `warplda`.
 
-Protocol, per repetition, interleaved (strata MH, then WarpLDA; for each thread count):
+Protocol, per repetition, interleaved (strata MH, --mode ps or rotation, then WarpLDA; for each thread count):
 - One run of --iterations sweeps, the whole process under /usr/bin/time (wall seconds, peak RSS),
   with the same K, alpha (per topic; WarpLDA's --alpha is the sum, K times it) and beta.
 - Its log-likelihood per token along the way: strata's trace with --eval-every E (the true model,
@@ -160,6 +160,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--eval-every", type=int, default=2)
     ap.add_argument("--consistency", default="essp")
+    ap.add_argument("--mode", default="ps", choices=["ps", "rotation"], help="strata_lda --mode")
     ap.add_argument("--mh-steps", type=int, default=2)
     ap.add_argument("--warp-mh", type=int, default=1)
     ap.add_argument("--warp-iterations", type=int, default=0, help="WarpLDA's iterations (0: --iterations; its are cheaper)")
@@ -174,7 +175,7 @@ def main():
         docs, vocab = int(f.readline()), int(f.readline())
     prefix = warp_input(a, docword, a.size)
     print(f"# corpus {docword}: {docs} docs, V = {vocab}; K = {a.topics}, alpha {a.alpha} per topic, beta {a.beta}; "
-          f"target {a.target} per token", flush=True)
+          f"target {a.target} per token; strata --mode {a.mode}", flush=True)
     res = Results()
     put = res.put
     with tempfile.TemporaryDirectory() as tmp:
@@ -182,7 +183,7 @@ def main():
             for th in a.threads:
                 for name in ("strata", "warplda"):
                     z = os.path.join(tmp, f"{name}.z")
-                    r = run_strata(a, docword, vocab, th, z) if name == "strata" else run_warplda(a, prefix, th, z)
+                    r = run_strata(a, docword, vocab, th, z, a.mode) if name == "strata" else run_warplda(a, prefix, th, z)
                     key = f"lda {name} threads={th}"
                     put(f"{key} wall_s", r["wall"])
                     put(f"{key} peak_rss_mb", r["rss"])

@@ -5,13 +5,4 @@
 # from Debian's libgflags-dev): strata builds nothing of it and links nothing of it.
 #
 #   bash benchmarks/lda_scale_experiment.sh --warplda DIR [--size 10m|nytimes] [--reps 3] [more flags of the .py]
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/deps.sh" time
-source "$root/scripts/ccache.sh"
-build="$root/build-native"
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_NATIVE=ON "${launcher[@]}" >/dev/null
-fi
-cmake --build "$build" --target strata_lda strata_gen strata_lda_z_loglik >/dev/null
-exec python3 "$root/benchmarks/lda_scale_experiment.py" --build "$build" "$@"
+exec bash "$(dirname "${BASH_SOURCE[0]}")/native.sh" lda_scale_experiment.py strata_lda strata_gen strata_lda_z_loglik -- "$@"

@@ -8,13 +8,4 @@
 #
 # Wall time on the 2-core machine: --size 10m --reps 3 about 12 minutes (after the build and the
 # data, 3 s to generate); --size netflix about ten times that per repetition.
-set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/deps.sh" time
-source "$root/scripts/ccache.sh"
-build="$root/build-native"
-if [ ! -f "$build/build.ninja" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_NATIVE=ON "${launcher[@]}" >/dev/null
-fi
-cmake --build "$build" --target strata_mf strata_gen >/dev/null
-exec python3 "$root/benchmarks/scale_experiment.py" --build "$build" "$@"
+exec bash "$(dirname "${BASH_SOURCE[0]}")/native.sh" scale_experiment.py strata_mf strata_gen -- "$@"

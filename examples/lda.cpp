@@ -58,7 +58,7 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
   app.add_option("--max-docs", f.max_docs, "use only the first N documents (0: all)")->capture_default_str();
   app.add_option("--save-z", f.save_z,
                  "write the final topic assignments to FILE, one document per line as WarpLDA's .z (<tokens> <word>:<topic> ...; "
-                 "--mode ps, one process)");
+                 "one process)");
   app.add_option("--max-tokens", f.max_tokens, "refuse a corpus of more tokens (sum of counts; 4 bytes of topic assignment each)")
       ->capture_default_str();
   app.add_option("--topics", lo.topics, "number of topics K")->check(strata::examples::positive)->capture_default_str();
@@ -208,8 +208,8 @@ int main(int argc, char** argv) {
     check_topic_memory(cli, lo, corpus, f.mode == "rotation");
     cli.phase = "training";
     if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
-    if (!f.save_z.empty() && (f.mode == "rotation" || cli.so.is_tcp()))
-      throw std::runtime_error("--save-z is for --mode ps in one process (each process holds only its workers' documents)");
+    if (!f.save_z.empty() && cli.so.is_tcp())
+      throw std::runtime_error("--save-z is for one process (each process holds only its workers' documents)");
     lo.keep_assignments = !f.save_z.empty();
 
     const auto config = trace_config(cli, lo, f, corpus);

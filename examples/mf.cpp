@@ -169,7 +169,7 @@ void print_baseline(const ex::bench_rates& b, std::uint32_t epochs) {
               b.best_trainer(), ex::bench_rates::list(b.trainer, "%.0f").c_str(), b.ratio());
 }
 
-/// --mode ccd: CCD++ with the run's rank, lambda, iterations and seed.
+/// --mode ccd: CCD++ with the run's rank, lambda (weighted or not), iterations and seed.
 int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const prediction_flags& pf, const ml::io::rating_set& train,
               const ml::io::rating_set& test) {
   if (!cli.load.empty() || !cli.save.empty() || !pf.in.empty()) throw std::runtime_error("--mode ccd: --load, --save and --predict are not supported");
@@ -179,8 +179,9 @@ int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, cons
   co.iterations = mo.iterations;
   co.seed = mo.seed;
   co.inner = pf.inner;
+  co.weighted_lambda = mo.weighted_lambda;
   auto c = ex::run_config(cli.so, "mf_ccd", co.iterations);
-  c.set("rank", co.rank).set("lambda", co.lambda).set("inner", co.inner).set("train_ratings", train.size()).set("test_ratings", test.size())
+  c.set("rank", co.rank).set("lambda", co.lambda).set("weighted_lambda", co.weighted_lambda).set("inner", co.inner).set("train_ratings", train.size()).set("test_ratings", test.size())
       .set("data", cli.data);
   strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), c);
   ex::progress_line line(cli.quiet || !cli.lead());
@@ -191,6 +192,7 @@ int train_ccd(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, cons
   trace.close();
   ex::summary s("mf", cli.so, co.iterations);
   s.add("mode", "ccd").add("seconds", ex::fmt("%.2f", res.seconds), true).add("test_rmse", ex::fmt("%.4f", res.final_rmse));
+  s.add("test_rmse_recomputed", ex::fmt("%.4f", res.final_rmse_recomputed));
   s.add("loss", ex::fmt("%.6e", res.final_loss)).add("column_updates", std::to_string(res.column_updates));
   s.add("bytes_sent", std::to_string(res.bytes_sent), true).add("read_seconds", ex::fmt("%.3f", cli.read_seconds), true);
   s.print();
@@ -271,7 +273,6 @@ int main(int argc, char** argv) {
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
     if (pf.repeat > 1 && (ckpt || cli.so.is_tcp() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
-    if (pf.mode == "ccd" && mo.weighted_lambda) throw std::runtime_error("--weighted-lambda is for --mode sgd and rotation (CCD++ weighs lambda its own way)");
     if (pf.mode == "ccd") {
       const auto data = cli.timed_read([&] { return read_data(cli, nullptr); });
       return train_ccd(cli, mo, pf, data.first, data.second);

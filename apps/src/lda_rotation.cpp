@@ -49,6 +49,7 @@ lda_rotation_run train_lda_rotation(system_base& sys, const lda_corpus& corpus, 
   for (node_id n = 0; n < sys.config().nodes; ++n) local = local && sys.is_local(n);
   if (err.empty() && local) err = prog.recount();
   if (local && o.keep_model) out.model = prog.model();
+  if (local && o.keep_assignments) out.assignments = prog.assignments();
   if (err.empty() && out.block_conflicts > 0) err = std::to_string(out.block_conflicts) + " block(s) held by two workers in a round";
   out.invariants_ok = err.empty();
   out.invariant_error = err;

@@ -22,6 +22,7 @@ mf_ccd_run train_mf_ccd(system_base& sys, const io::rating_set& train, const io:
   if (out.engine.per_round.empty()) return out;  // not the coordinator's process
   out.iterations = prog.iterations();
   out.column_updates = prog.column_updates();
+  out.final_rmse_recomputed = prog.final_rmse_recomputed();
   if (!out.iterations.empty()) out.final_rmse = out.iterations.back().metric, out.final_loss = out.iterations.back().objective;
   return out;
 }

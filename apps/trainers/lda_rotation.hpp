@@ -76,7 +76,8 @@ namespace strata::ml {
 
 /// Settings of the word-rotation trainer: those of the data-parallel trainer (topics, alpha,
 /// beta, iterations = sweeps, seed, sampler, mh_steps, mh_dense_mb; keep_model: the final counts
-/// into the outcome's `model` when every worker is in this process; rotation_part_entries;
+/// into the outcome's `model` and keep_assignments the final topics into `assignments` when every
+/// worker is in this process; rotation_part_entries;
 /// prefetch is not used).
 using lda_rotation_options = lda_trainer_options;
 

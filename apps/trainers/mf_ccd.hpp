@@ -3,7 +3,8 @@
 /// ICDM 2012), as a STRADS program (sched/engine.hpp): the rank-partitioned MF app of SEEDS.md §2.
 ///
 /// Model and loss: the SGD trainer's (mf_trainer.hpp), r̂_ui = μ + b_u + b_i + w_u·h_i, loss
-/// Σ_Ω (r − r̂)² + λ(Σ_u ‖[w_u, b_u]‖² + Σ_i ‖[h_i, b_i]‖²). The biases are two more rank-1
+/// Σ_Ω (r − r̂)² + λ(Σ_u ‖[w_u, b_u]‖² + Σ_i ‖[h_i, b_i]‖²), or with weighted_lambda each norm
+/// weighed by the user's (item's) rating count n_u (n_i; at least 1). The biases are two more rank-1
 /// columns: c = 0 is b_u (its item side fixed to 1), c = 1 is b_i (its user side fixed to 1),
 /// c = 2 .. R+1 the factors; so W and H have C = R + 2 columns and r̂ = μ + Σ_c W_uc H_ic.
 ///
@@ -53,7 +54,11 @@ struct mf_ccd_options : run_options {
   std::uint32_t rank = 16;      ///< factor width R (plus the two bias columns)
   double lambda = 5;            ///< λ of the loss (the SGD trainer's)
   std::uint32_t inner = 1;      ///< rounds per column per iteration (CCD++'s inner iterations)
-  float init_scale = 0.1f;      ///< initial factors uniform in [−init_scale, init_scale] (the SGD trainer's hash), biases 0
+  float init_scale = 0.1f;      ///< initial item factors uniform in [−init_scale, init_scale] (the SGD trainer's hash); user factors and biases 0
+  /// Weigh each user's and item's norm in the loss by its training-rating count (ALS-WR, Zhou et
+  /// al. 2008; the SGD trainer's --weighted-lambda): λ(Σ_u n_u‖[w_u, b_u]‖² + Σ_i n_i‖[h_i, b_i]‖²),
+  /// so a coordinate step divides by λ n_u + Σ h² (λ n_i + Σ w²). Try λ near 0.01–0.1 then.
+  bool weighted_lambda = false;
 };
 
 /// The outcome (iterations [0] = initial state, [i] = after iteration i; seconds, stats, bytes_sent:
@@ -61,6 +66,9 @@ struct mf_ccd_options : run_options {
 struct mf_ccd_run : run_outcome {
   double final_rmse = 0;            ///< test RMSE after the last iteration
   double final_loss = 0;            ///< the loss after the last iteration
+  /// The final test RMSE recomputed from the factors (r − μ − Σ_c w_uc h_ic per test rating),
+  /// where final_rmse comes from the test residuals kept column by column: the two agree.
+  double final_rmse_recomputed = 0;
   std::uint64_t column_updates = 0; ///< rank-1 column updates (rounds that updated a column)
   sched::result engine;             ///< the engine's figures
 };

@@ -225,6 +225,25 @@ TEST_CASE("MF CCD++: 1, 2 and 4 workers give the same factors' RMSE, the loss ne
   }
 }
 
+TEST_CASE("MF CCD++ with weighted lambda: its loss never rises, 1 and 3 workers agree, the kept test residuals match the factors") {
+  const auto [train, test] = strata_test::synthetic_ratings(11);
+  auto o = ccd_opts();
+  o.weighted_lambda = true;
+  o.lambda = 0.05;
+  const auto one = ccd(1, 1, train, test, o);
+  const auto three = ccd(1, 3, train, test, o);
+  const auto plain = ccd(1, 1, train, test);
+  for (const auto* r : {&one, &three, &plain}) {
+    REQUIRE(r->iterations.size() == o.iterations + 1);
+    for (std::size_t i = 1; i < r->iterations.size(); ++i) CHECK(r->iterations[i].objective <= r->iterations[i - 1].objective * (1 + 1e-12));
+    CHECK(r->final_rmse == doctest::Approx(r->final_rmse_recomputed).epsilon(1e-9));
+    CHECK(r->final_rmse < r->iterations.front().metric - 0.1);
+  }
+  CHECK(three.final_rmse == doctest::Approx(one.final_rmse).epsilon(1e-9));
+  CHECK(three.final_loss == doctest::Approx(one.final_loss).epsilon(1e-9));
+  CHECK(one.final_loss != doctest::Approx(plain.final_loss).epsilon(1e-3));  // a different objective
+}
+
 TEST_CASE("MF CCD++ reaches the SGD trainer's test RMSE within 0.02 on the synthetic ratings") {
   for (std::uint64_t seed : {7u, 11u}) {
     CAPTURE(seed);

@@ -269,6 +269,18 @@ class lda_rotation_program {
   bool checked() const noexcept { return checked_; }
   double final_loglik() const noexcept { return final_ll_; }
 
+  /// With every worker in this process, after the run: per document, its tokens' topics, entry by
+  /// entry (lda_run::assignments).
+  std::vector<std::vector<std::uint32_t>> assignments() const {
+    std::vector<std::vector<std::uint32_t>> out(c_.words.size());
+    for (const auto& s : st_)
+      for (std::size_t i = 0; i < s.docs.size(); ++i) {
+        const auto z = doc_topics(s, i);
+        out[s.docs[i]].assign(z.begin(), z.end());
+      }
+    return out;
+  }
+
   /// With every worker in this process, after the run: the word-topic counts the workers hold.
   lda_word_topic_model model() const {
     lda_word_topic_model m;

@@ -1,5 +1,6 @@
 // Bootstrap: rank and size from flags, launchers' environments (strata, Open MPI, PMI, Slurm) and
-// hostfiles, with errors that name the variable or the file and line.
+// hostfiles, Slurm's host lists expanded to each task's node, with errors that name the variable
+// or the file and line.
 #include <doctest/doctest.h>
 
 #include <strata/runtime/cluster.hpp>
@@ -12,6 +13,7 @@
 #include <tuple>
 #include <utility>
 #include <string>
+#include <vector>
 
 // Everything below is in a namespace of its own: strata_tests is a unity build, so the test
 // files share translation units (tests/CMakeLists.txt).
@@ -61,15 +63,105 @@ TEST_CASE("cluster: rank and size from each launcher's environment, in precedenc
   // mpirun wins over srun when both are present (mpirun inside an allocation).
   env both{{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}};
   CHECK(strata::make_cluster(o, both.fn()).rank_source == "OMPI_COMM_WORLD_RANK");
-  // Flags win over the environment.
-  o.rank = 0;
-  o.size = 3;
+  // Flags that agree with the launcher are fine; a size or rank that disagrees is an error naming both.
+  o.rank = 1;
+  o.size = 2;
   o.base_port = 7000;
   auto c = strata::make_cluster(o, both.fn());
-  CHECK(c.rank == 0);
-  CHECK(c.size == 3);
+  CHECK(c.rank == 1);
+  CHECK(c.size == 2);
   CHECK(c.rank_source == "--node-rank");
+  CHECK(c.tcp_config.peers[1].second == 7001);
+  for (auto [rank, size, what] : {std::tuple{1u, 3u, "--size 3 disagrees with the launcher's world size 2 (OMPI_COMM_WORLD_RANK"},
+                                  std::tuple{0u, 2u, "--node-rank 0 disagrees with the launcher's rank 1"}}) {
+    o.rank = rank;
+    o.size = size;
+    std::error_code ec;
+    std::string why;
+    strata::make_cluster(o, ec, why, both.fn());
+    CHECK(ec == strata::errc::bad_input);
+    CHECK(why.find(what) != std::string::npos);
+  }
+  // Without a launcher the flags alone decide.
+  o.rank = 0;
+  o.size = 3;
+  c = strata::make_cluster(o, env{}.fn());
+  CHECK(c.size == 3);
   CHECK(c.tcp_config.peers[2].second == 7002);
+}
+
+TEST_CASE("cluster: Slurm host lists expand as Slurm writes them, malformed ones are named") {
+  using list = std::vector<std::string>;
+  auto expand = [](const char* l) {
+    std::error_code ec;
+    std::string why;
+    auto out = strata::expand_slurm_hostlist(l, ec, why);
+    return std::tuple{out, ec, why};
+  };
+  CHECK(std::get<0>(expand("node[01-04,07]")) == list{"node01", "node02", "node03", "node04", "node07"});
+  CHECK(std::get<0>(expand("node[01-04,07],gpu3,login1")) == list{"node01", "node02", "node03", "node04", "node07", "gpu3", "login1"});
+  CHECK(std::get<0>(expand("r[1-2]n[08-10]")) == list{"r1n08", "r1n09", "r1n10", "r2n08", "r2n09", "r2n10"});
+  CHECK(std::get<0>(expand("c[9-11].ib")) == list{"c9.ib", "c10.ib", "c11.ib"});  // no zeros in "9": widths grow
+  CHECK(std::get<0>(expand("a[098-101]")) == list{"a098", "a099", "a100", "a101"});
+  CHECK(std::get<0>(expand("single")) == list{"single"});
+  for (const char* bad : {"node[01-", "node]", "node[]", "node[4-2]", "node[a-b]", "n1,,n2", "node[1-2"}) {
+    const std::string name = bad;
+    CAPTURE(name);
+    const auto [out, ec, why] = expand(bad);
+    CHECK(ec == strata::errc::bad_input);
+    CHECK(out.empty());
+    CHECK(why.find(bad) != std::string::npos);
+  }
+  std::error_code ec;
+  std::string why;
+  CHECK(strata::expand_slurm_tasks_per_node("2(x3),1", ec, why) == std::vector<std::uint32_t>{2, 2, 2, 1});
+  CHECK(!ec);
+  CHECK(strata::expand_slurm_tasks_per_node("4", ec, why) == std::vector<std::uint32_t>{4});
+  for (const char* bad : {"2(x3", "0", "x", "2(x0)", ""}) {
+    const std::string name = bad;
+    CAPTURE(name);
+    CHECK(strata::expand_slurm_tasks_per_node(bad, ec, why).empty());
+    CHECK(ec == strata::errc::bad_input);
+  }
+}
+
+TEST_CASE("cluster: under srun each task's address comes from the step's nodes, block by block") {
+  strata::cluster_options o;
+  env e{{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_NODELIST", "node[01-02,07]"}, {"SLURM_TASKS_PER_NODE", "2(x2),1"},
+         {"STRATA_SECRET", "s3cret"}}};
+  const auto c = strata::make_cluster(o, e.fn());
+  REQUIRE(c.tcp_config.peers.size() == 5);
+  const std::vector<std::pair<std::string, std::uint16_t>> want{
+      {"node01", 29500}, {"node01", 29501}, {"node02", 29502}, {"node02", 29503}, {"node07", 29504}};
+  CHECK(c.tcp_config.peers == want);
+  CHECK(c.tcp_config.listen_address == "node02");  // its own node's address, not loopback
+  // SLURM_JOB_NODELIST stands in for SLURM_NODELIST.
+  env job = e;
+  job.vars.erase("SLURM_NODELIST");
+  job.vars["SLURM_JOB_NODELIST"] = "node[01-02,07]";
+  CHECK(strata::make_cluster(o, job.fn()).tcp_config.peers == want);
+  // A hostfile wins over the node list; without the lists, loopback as before.
+  env bare{{{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}}};
+  CHECK(strata::make_cluster(o, bare.fn()).tcp_config.peers[1].first == "127.0.0.1");
+  // Counts that do not add up to the tasks, or nodes that do not match the counts: named.
+  for (auto [list, per] : {std::pair{"node[01-02,07]", "2(x2)"}, std::pair{"node[01-02]", "2(x2),1"}, std::pair{"node[01-02,07]", "1(x3)"}}) {
+    env wrong = e;
+    wrong.vars["SLURM_NODELIST"] = list;
+    wrong.vars["SLURM_TASKS_PER_NODE"] = per;
+    std::error_code ec;
+    std::string why;
+    strata::make_cluster(o, ec, why, wrong.fn());
+    CAPTURE(why);
+    CHECK(ec == strata::errc::bad_input);
+    CHECK(why.find("SLURM_TASKS_PER_NODE") != std::string::npos);
+  }
+  env malformed = e;
+  malformed.vars["SLURM_NODELIST"] = "node[01-";
+  std::error_code ec;
+  std::string why;
+  strata::make_cluster(o, ec, why, malformed.fn());
+  CHECK(ec == strata::errc::bad_input);
+  CHECK(why.find("node[01-") != std::string::npos);
 }
 
 TEST_CASE("cluster: base port from STRATA_BASE_PORT, secret from STRATA_SECRET, flags first") {

@@ -10,9 +10,10 @@
 ///
 /// Precedence: an explicit rank / size, then STRATA_RANK / STRATA_SIZE (scripts/launch.sh),
 /// OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_RANK / PMI_SIZE (MPICH,
-/// Intel MPI, hydra), SLURM_PROCID / SLURM_NTASKS (srun). Addresses: a hostfile (line i is rank i)
-/// or, without one, `host` (loopback) and port base_port + rank. The shared secret: the option,
-/// else STRATA_SECRET.
+/// Intel MPI, hydra), SLURM_PROCID / SLURM_NTASKS (srun). Addresses: a hostfile (line i is rank i);
+/// without one under srun, each task's node from SLURM_NODELIST and SLURM_TASKS_PER_NODE (block
+/// distribution) and port base_port + rank; otherwise `host` (loopback) and port base_port + rank.
+/// The shared secret: the option, else STRATA_SECRET.
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -121,6 +122,125 @@ inline std::vector<std::pair<std::string, std::uint16_t>> read_hostfile(const st
   return h;
 }
 
+namespace detail {
+// Appends every name of one Slurm hostlist entry (no top-level commas) to `out`: each bracket
+// group "[a-b,c,...]" multiplies the names, ranges keep the width of their first bound's zeros.
+inline bool expand_hostlist_entry(std::string_view e, std::string prefix, std::vector<std::string>& out, std::string& why) {
+  const auto open = e.find('[');
+  if (open == std::string_view::npos) {
+    if (e.find(']') != std::string_view::npos) return why = "a ']' without '['", false;
+    out.push_back(prefix + std::string(e));
+    return true;
+  }
+  const auto close = e.find(']', open);
+  if (close == std::string_view::npos) return why = "a '[' without ']'", false;
+  prefix += std::string(e.substr(0, open));
+  const auto body = e.substr(open + 1, close - open - 1), rest = e.substr(close + 1);
+  if (body.empty()) return why = "an empty '[]'", false;
+  for (std::size_t at = 0; at <= body.size();) {
+    auto comma = body.find(',', at);
+    if (comma == std::string_view::npos) comma = body.size();
+    const auto part = body.substr(at, comma - at);
+    const auto dash = part.find('-');
+    const auto lo = part.substr(0, dash), hi = dash == std::string_view::npos ? lo : part.substr(dash + 1);
+    std::uint64_t a = 0, b = 0;
+    if (!parse_uint(lo, a) || !parse_uint(hi, b)) return why = "'" + std::string(part) + "' is not a number or a range", false;
+    if (b < a) return why = "the range '" + std::string(part) + "' runs backwards", false;
+    if (b - a >= 1u << 20) return why = "the range '" + std::string(part) + "' names more than 2^20 hosts", false;
+    for (std::uint64_t x = a; x <= b; ++x) {
+      std::string n = std::to_string(x);
+      if (n.size() < lo.size()) n.insert(0, lo.size() - n.size(), '0');
+      if (!expand_hostlist_entry(rest, prefix + n, out, why)) return false;
+    }
+    at = comma + 1;
+  }
+  return true;
+}
+}  // namespace detail
+
+/// Expands a Slurm hostlist (SLURM_NODELIST / SLURM_JOB_NODELIST): "node[01-04,07],gpu3" is
+/// node01 node02 node03 node04 node07 gpu3; several bracket groups in one name multiply
+/// ("r[1-2]n[1-2]": r1n1 r1n2 r2n1 r2n2). A malformed list sets errc::bad_input and `why`.
+inline std::vector<std::string> expand_slurm_hostlist(std::string_view list, std::error_code& ec, std::string& why) {
+  ec.clear();
+  std::vector<std::string> out;
+  std::size_t depth = 0, start = 0;
+  for (std::size_t i = 0; i <= list.size(); ++i) {
+    const char ch = i < list.size() ? list[i] : ',';
+    if (ch == '[') ++depth;
+    else if (ch == ']' && depth > 0) --depth;
+    else if ((ch == ',' && depth == 0) || i == list.size()) {  // (an unclosed '[' ends at the end)
+      const auto e = detail::trim(list.substr(start, i - start));
+      std::string reason;
+      if (e.empty() || !detail::expand_hostlist_entry(e, {}, out, reason)) {
+        ec = make_error_code(errc::bad_input);
+        why = "the Slurm host list '" + std::string(list) + "' is malformed: " + (e.empty() ? std::string("an empty name") : reason);
+        return {};
+      }
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+/// Expands SLURM_TASKS_PER_NODE ("2(x3),1": 2 tasks on each of 3 nodes, then 1) into one count
+/// per node. A malformed value sets errc::bad_input and `why`.
+inline std::vector<std::uint32_t> expand_slurm_tasks_per_node(std::string_view v, std::error_code& ec, std::string& why) {
+  ec.clear();
+  std::vector<std::uint32_t> out;
+  for (std::size_t at = 0; at <= v.size();) {
+    auto comma = v.find(',', at);
+    if (comma == std::string_view::npos) comma = v.size();
+    const auto part = detail::trim(v.substr(at, comma - at));
+    std::uint64_t n = 0, times = 1;
+    const auto paren = part.find("(x");
+    const bool ok = paren == std::string_view::npos
+                        ? detail::parse_uint(part, n)
+                        : part.back() == ')' && detail::parse_uint(part.substr(0, paren), n) &&
+                              detail::parse_uint(part.substr(paren + 2, part.size() - paren - 3), times);
+    if (!ok || n == 0 || n > 0xffffffffu || times == 0 || times > (1u << 20)) {
+      ec = make_error_code(errc::bad_input);
+      why = "SLURM_TASKS_PER_NODE='" + std::string(v) + "' is malformed at '" + std::string(part) + "'";
+      return {};
+    }
+    out.insert(out.end(), times, static_cast<std::uint32_t>(n));
+    at = comma + 1;
+  }
+  return out;
+}
+
+/// The host of every task of a Slurm step in rank order, from SLURM_NODELIST (or
+/// SLURM_JOB_NODELIST) and SLURM_TASKS_PER_NODE under srun's default block distribution (node 0
+/// takes tasks 0..n0-1, node 1 the next n1, ...). Empty when the variables are not set; sets
+/// errc::bad_input when they are malformed or do not add up to `size` tasks.
+inline std::vector<std::string> slurm_task_hosts(std::uint32_t size, std::error_code& ec, std::string& why,
+                                                 const getenv_fn& getenv = detail::system_getenv) {
+  ec.clear();
+  const char* list = getenv("SLURM_NODELIST");
+  if (!list) list = getenv("SLURM_JOB_NODELIST");
+  const char* per = getenv("SLURM_TASKS_PER_NODE");
+  if (!list || !per) return {};
+  const auto nodes = expand_slurm_hostlist(list, ec, why);
+  if (ec) return {};
+  const auto counts = expand_slurm_tasks_per_node(per, ec, why);
+  if (ec) return {};
+  if (counts.size() != nodes.size()) {
+    ec = make_error_code(errc::bad_input);
+    why = "SLURM_TASKS_PER_NODE='" + std::string(per) + "' gives " + std::to_string(counts.size()) + " nodes, the node list '" +
+          list + "' " + std::to_string(nodes.size());
+    return {};
+  }
+  std::vector<std::string> hosts;
+  for (std::size_t i = 0; i < nodes.size(); ++i) hosts.insert(hosts.end(), counts[i], nodes[i]);
+  if (hosts.size() != size) {
+    ec = make_error_code(errc::bad_input);
+    why = "SLURM_TASKS_PER_NODE='" + std::string(per) + "' adds up to " + std::to_string(hosts.size()) + " tasks, the world size is " +
+          std::to_string(size);
+    return {};
+  }
+  return hosts;
+}
+
 /// Rank and size from a launcher's environment, if any launcher set them.
 struct launcher_rank {
   node_id rank = 0;
@@ -163,8 +283,9 @@ inline std::optional<launcher_rank> rank_from_environment(std::error_code& ec, s
 }
 
 /// Resolves options + environment into a cluster. Errors (errc::bad_input, with `why`): no rank
-/// anywhere, rank >= size, a hostfile line, a hostfile whose length differs from the size, ports
-/// past 65535.
+/// anywhere, rank >= size, a flag's rank or size that disagrees with a launcher's, a hostfile
+/// line, a hostfile whose length differs from the size, Slurm variables that are malformed or do
+/// not add up, ports past 65535.
 inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::string& why,
                             const getenv_fn& getenv = detail::system_getenv) {
   ec.clear();
@@ -179,11 +300,16 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
     hosts = read_hostfile(o.hostfile, ec, why);
     if (ec) return cluster{};
   }
-  std::optional<launcher_rank> env;
-  if (!o.rank || !o.size) {
-    env = rank_from_environment(ec, why, getenv);
-    if (ec) return cluster{};
-  }
+  // A launcher's rank and size are read even when flags give them: the two must agree (a --size
+  // 3 under `mpirun -n 2` would wait for a rank that never comes).
+  std::optional<launcher_rank> env = rank_from_environment(ec, why, getenv);
+  if (ec) return cluster{};
+  if (env && o.size && *o.size != env->size)
+    return bad("--size " + std::to_string(*o.size) + " disagrees with the launcher's world size " + std::to_string(env->size) +
+               " (" + env->source + " is set; drop --size or start as many processes as it says)");
+  if (env && o.rank && *o.rank != env->rank)
+    return bad("--node-rank " + std::to_string(*o.rank) + " disagrees with the launcher's rank " + std::to_string(env->rank) + " (" +
+               env->source + ")");
   if (o.rank) {
     c.rank = *o.rank;
     c.rank_source = "--node-rank";
@@ -206,6 +332,13 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
     return bad(o.hostfile + " lists " + std::to_string(hosts.size()) + " hosts but the world size is " +
                std::to_string(c.size));
 
+  // Under srun without a hostfile: each task's host from the step's node list (block
+  // distribution), ports base_port + rank as below, so tasks sharing a node differ by port.
+  std::vector<std::string> slurm_hosts;
+  if (hosts.empty() && c.rank_source == "SLURM_PROCID") {
+    slurm_hosts = slurm_task_hosts(c.size, ec, why, getenv);
+    if (ec) return cluster{};
+  }
   if (hosts.empty()) {
     std::uint64_t base = 29500;
     if (o.base_port) base = *o.base_port;
@@ -215,12 +348,14 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
     }
     if (base + c.size - 1 > 65535)
       return bad("ports " + std::to_string(base) + ".." + std::to_string(base + c.size - 1) + " run past 65535");
-    for (std::uint32_t r = 0; r < c.size; ++r) hosts.emplace_back(o.host, static_cast<std::uint16_t>(base + r));
+    for (std::uint32_t r = 0; r < c.size; ++r)
+      hosts.emplace_back(slurm_hosts.empty() ? o.host : slurm_hosts[r], static_cast<std::uint16_t>(base + r));
   }
   c.tcp_config.rank = c.rank;
   c.tcp_config.peers = hosts;
   if (!o.listen_address.empty()) c.tcp_config.listen_address = o.listen_address;
-  else if (!o.hostfile.empty() && hosts[c.rank].first != "localhost") c.tcp_config.listen_address = hosts[c.rank].first;
+  else if ((!o.hostfile.empty() || !slurm_hosts.empty()) && hosts[c.rank].first != "localhost")
+    c.tcp_config.listen_address = hosts[c.rank].first;
   else c.tcp_config.listen_address = "127.0.0.1";
   c.tcp_config.secret = o.secret;
   if (c.tcp_config.secret.empty())

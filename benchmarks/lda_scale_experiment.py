@@ -38,6 +38,16 @@ from scale_experiment import timed
 GEN = os.path.expanduser("~/.cache/strata/gen")
 
 
+def gen_corpus(build, size):
+    """strata_gen's LDA corpus of `size` (seed 1; made once, cached): its docword file, documents and V."""
+    data = os.path.join(GEN, f"lda-{size}-s1")
+    subprocess.run([os.path.join(build, "examples", "strata_gen"), "lda", "--size", size, "--out", data], check=True,
+                   capture_output=True)
+    docword = os.path.join(data, f"docword.{size}.txt")
+    with open(docword) as f:
+        return docword, int(f.readline()), int(f.readline())
+
+
 def common_ll(a, zfile, vocab):
     out = subprocess.run([os.path.join(a.build, "benchmarks", "strata_lda_z_loglik"), "--z", zfile, "--topics", str(a.topics),
                           "--vocab-size", str(vocab), "--alpha", str(a.alpha), "--beta", str(a.beta)],
@@ -167,12 +177,7 @@ def main():
     ap.add_argument("--target", type=float, default=-13.0, help="log-likelihood per token, common formula")
     a = ap.parse_args()
 
-    data = os.path.join(GEN, f"lda-{a.size}-s1")
-    subprocess.run([os.path.join(a.build, "examples", "strata_gen"), "lda", "--size", a.size, "--out", data], check=True,
-                   capture_output=True)
-    docword = os.path.join(data, f"docword.{a.size}.txt")
-    with open(docword) as f:
-        docs, vocab = int(f.readline()), int(f.readline())
+    docword, docs, vocab = gen_corpus(a.build, a.size)
     prefix = warp_input(a, docword, a.size)
     print(f"# corpus {docword}: {docs} docs, V = {vocab}; K = {a.topics}, alpha {a.alpha} per topic, beta {a.beta}; "
           f"target {a.target} per token; strata --mode {a.mode}", flush=True)

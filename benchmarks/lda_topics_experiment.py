@@ -15,11 +15,9 @@ server's consistent snapshot (--eval-every). "Data-parallel dense" is what a dat
 would hold as a dense V x K table of 4-byte counts (the layout of a cache that keeps whole rows).
 """
 import argparse
-import os
-import subprocess
 import types
 
-from lda_scale_experiment import GEN, first_at, run_strata
+from lda_scale_experiment import first_at, gen_corpus, run_strata
 from perf_experiment import Results, print_medians
 
 
@@ -39,12 +37,7 @@ def main():
         raise SystemExit("--targets needs one value per --topics")
     sweeps = a.iterations * len(a.topics) if len(a.iterations) == 1 else a.iterations
 
-    data = os.path.join(GEN, f"lda-{a.size}-s1")
-    subprocess.run([os.path.join(a.build, "examples", "strata_gen"), "lda", "--size", a.size, "--out", data], check=True,
-                   capture_output=True)
-    docword = os.path.join(data, f"docword.{a.size}.txt")
-    with open(docword) as f:
-        docs, vocab = int(f.readline()), int(f.readline())
+    docword, docs, vocab = gen_corpus(a.build, a.size)
     print(f"# corpus {docword}: {docs} docs, V = {vocab}; {a.threads} workers; targets " +
           ", ".join(f"K={k}: {t}" for k, t in zip(a.topics, a.targets)), flush=True)
     res = Results()

@@ -169,7 +169,7 @@ class lda_rotation_program {
       s.rows.resize(block_words_[p].size());
       for (std::size_t i = 0; i < s.rows.size(); ++i) {
         const auto x = block_words_[p][i];
-        s.rows[i] = count_row(std::span<const std::uint32_t>(wz.topics).subspan(wz.offsets[x], wz.offsets[x + 1] - wz.offsets[x]), scratch);
+        s.rows[i] = count_row(wz.of(x), scratch);
       }
       s.nk = nk_;
     }
@@ -316,7 +316,7 @@ class lda_rotation_program {
       if (seen[s.block]++) return "recount: block " + std::to_string(s.block) + " is held twice at the end";
       for (std::size_t i = 0; i < block_words_[s.block].size(); ++i) {
         const auto x = block_words_[s.block][i];
-        auto want = count_row(std::span<const std::uint32_t>(wz.topics).subspan(wz.offsets[x], wz.offsets[x + 1] - wz.offsets[x]), scratch);
+        auto want = count_row(wz.of(x), scratch);
         std::vector<topic_count> have;
         for (const auto& tc : s.rows.at(i))
           if (tc.count != 0) have.push_back(tc);
@@ -484,6 +484,9 @@ class lda_rotation_program {
   struct word_topic_lists {
     std::vector<std::uint64_t> offsets;
     std::vector<std::uint32_t> topics;
+    std::span<const std::uint32_t> of(std::uint32_t x) const {
+      return std::span<const std::uint32_t>(topics).subspan(offsets[x], offsets[x + 1] - offsets[x]);
+    }
   };
   word_topic_lists word_topics() const {
     const std::uint32_t V = c_.vocab_size;

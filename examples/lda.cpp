@@ -85,7 +85,7 @@ void add_model_flags(CLI::App& app, ml::lda_trainer_options& lo, lda_flags& f) {
 /// dense word or document table: its rows are sparse, a document's counts recounted when it comes up.)
 void check_topic_memory(const ex::trainer_cli& cli, const ml::lda_trainer_options& lo, const ml::lda_corpus& corpus, bool rotation) {
   const long double K = lo.topics;
-  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_tcp() ? 1 : cli.so.nodes);
+  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_distributed() ? 1 : cli.so.nodes);
   const long double V = corpus.vocab_size;
   const long double counts = rotation ? 0 : std::min(K * 4 * V, static_cast<long double>(1 << 26));
   const long double dense = lo.sampler == ml::lda_sampler::mh && !rotation ? threads * static_cast<long double>(lo.mh_dense_mb) * (1 << 20) : 0;
@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
     check_topic_memory(cli, lo, corpus, f.mode == "rotation");
     cli.phase = "training";
     if (ckpt && f.mode == "rotation") throw std::runtime_error("checkpoints and --resume are for --mode ps");
-    if (!f.save_z.empty() && cli.so.is_tcp())
+    if (!f.save_z.empty() && cli.so.is_distributed())
       throw std::runtime_error("--save-z is for one process (each process holds only its workers' documents)");
     lo.keep_assignments = !f.save_z.empty();
 
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
           cli.report_resume(sys);  // after training: the checkpoint's signature covers the tables the trainer adds
           return r;
         }
-        if (lo.keep_model && cli.so.is_tcp()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
+        if (lo.keep_model && cli.so.is_distributed()) throw std::runtime_error("--mode rotation keeps the model (--save, --vocab, --top) only in one process");
         rot = ml::train_lda_rotation(sys, corpus, lo, on_iteration);
         return rot;
       });
@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
       const ml::lda_rotation_run main_rot = rot;  // the repeats overwrite it
       const ex::bench_rates b = ex::bench_interleaved(
-          sampling_rate(cli, res), cli.so.is_tcp() ? 1 : 3, [&] { return sampling_rate(cli, train({})); },
+          sampling_rate(cli, res), cli.so.is_distributed() ? 1 : 3, [&] { return sampling_rate(cli, train({})); },
           [&] { return cli.lead() ? ml::lda_baseline_tokens_per_s(corpus, lo, lo.iterations, lo.sampler) : 0.0; });
       rot = main_rot;
       if (cli.lead()) print_baseline(b, lo.iterations, f.sampler);

@@ -234,7 +234,7 @@ std::pair<ml::io::rating_set, ml::io::rating_set> read_data(const ex::trainer_cl
 void check_model_memory(const ex::trainer_cli& cli, const ml::mf_trainer_options& mo, const ml::io::rating_set& train) {
   const long double B = mo.block, width = B * (static_cast<long double>(mo.rank) + 1) * sizeof(float);
   const long double rows = std::ceil(train.num_users / B) + std::ceil(train.num_items / B);
-  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_tcp() ? 1 : cli.so.nodes);
+  const long double threads = static_cast<long double>(cli.so.workers) * (cli.so.is_distributed() ? 1 : cli.so.nodes);
   const std::string shape = "--rank " + std::to_string(mo.rank) + " with --block " + std::to_string(mo.block);
   ex::check_memory(shape, rows * width, "the model's " + std::to_string(static_cast<unsigned long long>(rows)) + " rows");
   ex::check_memory(shape, (rows + 2 * threads) * width, "the model's rows and each worker's copy of a row and its oplog");
@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
   return cli.guard([&] {
     const bool ckpt = cli.so.checkpoint.every > 0 || !cli.so.checkpoint.resume.empty();
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
-    if (pf.repeat > 1 && (ckpt || cli.so.is_tcp() || pf.mode == "ccd"))
+    if (pf.repeat > 1 && (ckpt || cli.so.is_distributed() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
     if (pf.mode == "ccd") {
       const auto data = cli.timed_read([&] { return read_data(cli, nullptr); });
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
       const std::uint32_t P = cli.so.workers * cli.so.nodes;
       const std::uint32_t epochs = std::max<std::uint32_t>(1, mo.iterations / (mo.rotation ? P : mo.clocks_per_epoch));
       const ex::bench_rates b = ex::bench_interleaved(
-          training_rate(res, P), cli.so.is_tcp() ? 1 : 3, [&] { return training_rate(run({}), P); },
+          training_rate(res, P), cli.so.is_distributed() ? 1 : 3, [&] { return training_rate(run({}), P); },
           [&] { return cli.lead() ? ml::mf_baseline_updates_per_s(train, mo, epochs) : 0.0; });
       if (cli.lead()) print_baseline(b, epochs);
     }

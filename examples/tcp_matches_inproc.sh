@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Runs a deterministic BSP trainer twice, in one process (--nodes N, inproc) and as N processes
-# over TCP (scripts/launch.sh), and checks that the final figure agrees within a tolerance.
+# over TCP (scripts/launch.sh), and checks that the final figure agrees within a tolerance. With
+# --mpi MPIEXEC, the first run is N processes over MPI instead (mpirun -n N ... --transport mpi).
 #
-#   examples/tcp_matches_inproc.sh LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
+#   examples/tcp_matches_inproc.sh [--mpi MPIEXEC] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
 #
 # FIELD is the summary field to compare (test_rmse for strata_mf, loglik for strata_lda).
 # TOLERANCE "bits": both runs also --save their model, and the two files must be byte-identical
 # (BSP sums each clock's floating-point updates in writer order, whatever order they arrive in).
 set -euo pipefail
-[ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
+mpiexec=""
+if [ "${1:-}" = --mpi ]; then mpiexec=$2; shift 2; fi
+[ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 [--mpi MPIEXEC] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
 launch=$1 port=$2 n=$3 field=$4 tol=$5
 shift 6
 pick() { grep -o " $field=[^ ]*" | head -n1 | cut -d= -f2; }
@@ -18,9 +21,17 @@ if [ "$tol" = bits ]; then
   trap 'rm -rf "$tmp"' EXIT
   save_a=(--save "$tmp/inproc.model") save_b=(--save "$tmp/tcp.model")
 fi
-a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet "${save_a[@]}" | pick)
+if [ -n "$mpiexec" ]; then
+  # rank 0's lines only (--tag-output prefixes each line with [job,rank]<stdout>:)
+  a=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$mpiexec" -n "$n" --oversubscribe --tag-output \
+        "$@" --transport mpi --workers 1 --consistency bsp --quiet "${save_a[@]}" | grep '^\[1,0\]<stdout>:' | pick)
+  first="mpi ($n processes x 1 worker)"
+else
+  a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet "${save_a[@]}" | pick)
+  first="inproc ($n nodes x 1 worker)"
+fi
 b=$(bash "$launch" -n "$n" --base-port "$port" -- "$@" --transport tcp --workers 1 --consistency bsp --quiet "${save_b[@]}" | grep '^\[0\] ' | pick)
-echo "inproc ($n nodes x 1 worker): $field=$a; tcp ($n processes x 1 worker): $field=$b; tolerance $tol"
+echo "$first: $field=$a; tcp ($n processes x 1 worker): $field=$b; tolerance $tol"
 if [ "$tol" = bits ]; then
   if [ -z "$a" ] || [ -z "$b" ] || ! cmp "$tmp/inproc.model" "$tmp/tcp.model"; then echo "MISMATCH"; exit 1; fi
   echo "MATCH (models byte-identical, $(wc -c < "$tmp/tcp.model") bytes)"

@@ -6,4 +6,5 @@
 namespace strata::test {
 const char* source_dir() { return STRATA_SOURCE_DIR; }
 const char* binary_dir() { return STRATA_BINARY_DIR; }
+const char* mpiexec() { return STRATA_MPIEXEC; }
 }  // namespace strata::test

@@ -5,4 +5,6 @@
 namespace strata::test {
 const char* source_dir();
 const char* binary_dir();
+/// MPI's launcher (mpiexec) as CMake found it; empty in a build without MPI.
+const char* mpiexec();
 }  // namespace strata::test

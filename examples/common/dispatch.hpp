@@ -8,16 +8,21 @@
 ///
 /// Transports: inproc (threads of one process; --nodes in-process shards), delayed<inproc>
 /// (--delay / --straggler), tcp (one process per node, started by scripts/launch.sh, mpirun or
-/// srun; the cluster flags of strata::add_cluster_options), and delayed<tcp> (tcp with --delay /
-/// --straggler: the latency is added on top of the network's). Register the cluster flags with
-/// add_cluster_flags(app, opts.cluster_flags); with tcp, call resolve() after
-/// parsing: it reads the rank and world size (flags, hostfile or the launcher's environment) and
-/// sets nodes = world size; --workers stays the worker threads per process.
+/// srun; the cluster flags of strata::add_cluster_options), delayed<tcp> (tcp with --delay /
+/// --straggler: the latency is added on top of the network's), and, in a build with MPI
+/// (STRATA_HAVE_MPI), mpi (one process per node under mpirun or srun; rank and size are MPI's).
+/// Register the cluster flags with add_cluster_flags(app, opts.cluster_flags); with tcp or mpi,
+/// call resolve() after parsing: it reads the rank and world size (flags, hostfile, the
+/// launcher's environment, or MPI) and sets nodes = world size; --workers stays the worker
+/// threads per process.
 #include <CLI/CLI.hpp>
 #include "cli.hpp"
 #include <strata/runtime/cluster.hpp>
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
+#if STRATA_HAVE_MPI
+#include <strata/runtime/mpi_cluster.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -35,7 +40,7 @@ struct system_options {
   double value_bound = 1000;         ///< V of VAP (total un-propagated update mass)
   std::uint32_t workers = 4;         ///< worker threads per node
   std::uint32_t nodes = 1;           ///< server shards (in-process nodes; with tcp: the processes)
-  std::string transport = "inproc";  ///< inproc | delayed | tcp
+  std::string transport = "inproc";  ///< inproc | delayed | tcp | mpi
   double delay_us = 0;               ///< --delay: latency per message, µs (selects delayed)
   double jitter_us = -1;             ///< jitter per message, µs (default: delay / 2)
   int straggler = -1;                ///< worker id whose messages are slowed (-1: none)
@@ -48,27 +53,46 @@ struct system_options {
   bool huge_page_heap = true;             ///< off with --no-huge-page-heap (system_config::huge_page_heap)
   bool pin_workers = true;                ///< off with --no-pin-workers (system_config::pin_workers)
   strata::cluster_options cluster_flags;  ///< --rank, --size, --hostfile, --base-port, ... (tcp)
-  strata::cluster cluster;                ///< resolved by resolve() (tcp)
+  strata::cluster cluster;                ///< resolved by resolve() (tcp; with mpi only rank, size and rank_source)
+#if STRATA_HAVE_MPI
+  strata::mpi::config mpi_config;         ///< resolved by resolve() (mpi)
+#endif
   bool nodes_given = false;               ///< --nodes was on the command line (tcp: it must equal the world size)
 
   bool delays() const noexcept { return delay_us > 0 || straggler >= 0; }
   bool is_tcp() const noexcept { return transport == "tcp"; }
-  /// This process's rank (0 unless tcp).
-  strata::node_id rank() const noexcept { return is_tcp() ? cluster.rank : 0; }
-  /// After parsing: inproc with --delay/--straggler becomes delayed; tcp resolves the cluster and
-  /// takes nodes from the world size. Throws strata::error when the cluster cannot be resolved.
+  /// One process per node (tcp or mpi), as opposed to every node in this process.
+  bool is_distributed() const noexcept { return transport == "tcp" || transport == "mpi"; }
+  /// This process's rank (0 unless tcp or mpi).
+  strata::node_id rank() const noexcept { return is_distributed() ? cluster.rank : 0; }
+  /// After parsing: inproc with --delay/--straggler becomes delayed; tcp and mpi resolve the
+  /// cluster and take nodes from the world size. Throws strata::error when the cluster cannot be
+  /// resolved (mpi: also when this build has no MPI, or the process was not started by mpirun).
   void resolve() {
     if (transport == "inproc" && delays()) transport = "delayed";
-    if (is_tcp()) {
-      cluster = strata::make_cluster(cluster_flags);
+    if (is_tcp()) cluster = strata::make_cluster(cluster_flags);
+    if (transport == "mpi") {
+#if STRATA_HAVE_MPI
+      const auto mc = strata::make_mpi_cluster(cluster_flags);
+      cluster.rank = mc.rank;
+      cluster.size = mc.size;
+      cluster.rank_source = "MPI_COMM_WORLD";
+      mpi_config = mc.mpi_config;
+#else
+      throw strata::error(strata::errc::bad_input,
+                          "--transport mpi: this build has no MPI (install libopenmpi-dev and openmpi-bin, then configure again)");
+#endif
+    }
+    if (is_distributed()) {
       if (nodes_given && nodes != cluster.size)
         throw std::invalid_argument("--nodes " + std::to_string(nodes) + " disagrees with the launch's world size " +
-                                    std::to_string(cluster.size) + " (with --transport tcp each process is one node: drop --nodes)");
+                                    std::to_string(cluster.size) + " (with --transport " + transport +
+                                    " each process is one node: drop --nodes)");
       nodes = cluster.size;
     }
   }
-  /// "inproc", "delayed", "tcp" or "delayed-tcp" (for the metrics' configuration line).
-  std::string transport_label() const { return is_tcp() && delays() ? "delayed-tcp" : transport; }
+  /// "inproc", "delayed", "tcp", "delayed-tcp", "mpi" or "delayed-mpi" (for the metrics' configuration line).
+  std::string transport_label() const { return is_distributed() && delays() ? "delayed-" + transport : transport; }
 
   strata::system_config system_config() const {
     return {.nodes = nodes, .workers_per_node = workers, .staleness = staleness, .value_bound = value_bound, .checkpoint = checkpoint,
@@ -102,11 +126,11 @@ struct renaming_app {
       b = e + 1;
     }
     name = kept.empty() ? "--node-" + name.substr(2, name.find(',') - 2) : kept;
-    return app.add_option_function<T>(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
+    return app.add_option_function<T>(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp or mpi)");
   }
   template <class F>
   CLI::Option* add_flag_function(const std::string& name, F&& f, const std::string& desc) {
-    return app.add_flag_function(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp)");
+    return app.add_flag_function(name, std::forward<F>(f), desc)->group("Cluster (--transport tcp or mpi)");
   }
 };
 }  // namespace detail
@@ -121,8 +145,9 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_option("--value-bound", so.value_bound, value_bound_help)->check(strata::examples::positive)->capture_default_str();
   app.add_option("--workers", so.workers, "worker threads (per node)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(strata::examples::positive)->capture_default_str();
-  app.add_option("--transport", so.transport, "inproc|delayed|tcp (tcp: one process per node, see scripts/launch.sh)")
-      ->check(CLI::IsMember({"inproc", "delayed", "tcp"}))
+  app.add_option("--transport", so.transport,
+                 "inproc|delayed|tcp|mpi (tcp: one process per node, see scripts/launch.sh; mpi: under mpirun, in a build with MPI)")
+      ->check(CLI::IsMember({"inproc", "delayed", "tcp", "mpi"}))
       ->capture_default_str();
   app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->check(strata::examples::non_negative)->capture_default_str();
   app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)")->check(strata::examples::non_negative);
@@ -183,7 +208,15 @@ decltype(auto) dispatch(const system_options& o, F&& f) {
     using T = strata::delayed<strata::tcp>;
     return f(std::type_identity<T>{}, T::config{o.cluster.tcp_config, delays()});
   }
-  throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp)");
+#if STRATA_HAVE_MPI
+  if (o.transport == "mpi") {
+    if (o.nodes != o.cluster.size) throw std::invalid_argument("transport mpi: call system_options::resolve() after parsing the flags");
+    if (!o.delays()) return f(std::type_identity<strata::mpi>{}, strata::mpi::config(o.mpi_config));
+    using T = strata::delayed<strata::mpi>;
+    return f(std::type_identity<T>{}, T::config{o.mpi_config, delays()});
+  }
+#endif
+  throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp|mpi)");
 }
 
 }  // namespace strata::examples

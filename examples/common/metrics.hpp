@@ -84,7 +84,7 @@ class progress_line {
 inline std::function<void(const iteration_record&)> progress_printer(progress_line& line, const system_options& so,
                                                                      std::string trainer, std::uint32_t iterations,
                                                                      std::function<std::string(double)> metric_text) {
-  const char* view = so.nodes > 1 && so.is_tcp() ? " (rank 0's workers)" : "";
+  const char* view = so.nodes > 1 && so.is_distributed() ? " (rank 0's workers)" : "";
   return [&line, label = so.model_label(), trainer = std::move(trainer), iterations, text = std::move(metric_text),
           view](const iteration_record& it) {
     const auto& ws = it.writer_staleness;

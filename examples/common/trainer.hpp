@@ -124,8 +124,8 @@ struct trainer_cli {
     if (run_) run_->seed = so.seed;
     so.nodes_given = app.count("--nodes") > 0;
     so.resolve();
-    check_memory("--workers", std::uint64_t{so.workers} * (so.is_tcp() ? 1 : so.nodes) * worker_bytes,
-                 so.is_tcp() ? "worker threads" : "worker threads x --nodes");
+    check_memory("--workers", std::uint64_t{so.workers} * (so.is_distributed() ? 1 : so.nodes) * worker_bytes,
+                 so.is_distributed() ? "worker threads" : "worker threads x --nodes");
   }
   /// True in the process that writes the trace, the model and the full summary (rank 0).
   bool lead() const noexcept { return so.rank() == 0; }

@@ -1,4 +1,4 @@
-// ps_node: one process of a deterministic parameter-server run, for the TCP tests.
+// ps_node: one process of a deterministic parameter-server run, for the TCP and MPI tests.
 //
 // Every worker follows a seeded plan of integer increments (worker w only ever adds to column w),
 // checks every read against its consistency model's bound, and, for the bounded models, reads every
@@ -9,13 +9,19 @@
 //
 //   ps_node --model bsp --clocks 20 --rank 0 --size 3 --base-port 7000      (tcp)
 //   ps_node --model bsp --transport inproc --size 3                           (one process)
+//   mpirun -n 3 ps_node --model bsp --transport mpi                           (MPI)
 #include <strata/runtime/cluster.hpp>
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
+#if STRATA_HAVE_MPI
+#include <strata/runtime/mpi_cluster.hpp>
+#endif
 
 #include "../support/ps_plan.hpp"
 
 #include <CLI/CLI.hpp>
+
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -74,7 +80,7 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   try {
     sys.run([&](strata::worker& w) -> strata::task<> {
       const int self = static_cast<int>(w.id());
-      if (self % static_cast<int>(o.wpn) == 0) std::cout << "STARTED rank=" << rank << std::endl;  // connected
+      if (self % static_cast<int>(o.wpn) == 0) std::cout << "STARTED rank=" << rank << " pid=" << ::getpid() << std::endl;  // connected
       std::vector<long> v(P);
       auto read = [&](const counts& row) {
         for (std::uint32_t k = 0; k < P; ++k) v[k] = row.get(static_cast<strata::col_id>(k));
@@ -238,6 +244,28 @@ int dispatch_transport(const options& o) {
     const std::uint32_t nodes = o.cluster.size.value_or(1);
     return run_scenario<strata::inproc>(o, nodes, {}, 0);
   }
+#if STRATA_HAVE_MPI
+  if (o.transport == "mpi") {
+    strata::mpi_cluster mc;
+    try {
+      mc = strata::make_mpi_cluster(o.cluster);
+    } catch (const std::exception& e) {
+      std::cerr << "ERROR: " << e.what() << std::endl;
+      return 1;
+    }
+    return run_scenario<strata::mpi>(o, mc.size, mc.mpi_config, mc.rank);
+  }
+#endif
+  if (o.transport != "tcp") {
+    std::cerr << "ERROR: --transport " << o.transport << ": not one of tcp | inproc"
+#if STRATA_HAVE_MPI
+              << " | mpi"
+#else
+              << " (this build has no MPI: install libopenmpi-dev and reconfigure)"
+#endif
+              << std::endl;
+    return 1;
+  }
   strata::cluster cl;
   try {
     cl = strata::make_cluster(o.cluster);
@@ -254,7 +282,7 @@ int main(int argc, char** argv) {
   options o;
   CLI::App app("ps_node: one process of a deterministic strata run (tests of the tcp transport)");
   app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async | vap (a name of strata::visit_consistency, then the staleness)");
-  app.add_option("--transport", o.transport, "tcp | inproc");
+  app.add_option("--transport", o.transport, "tcp | inproc | mpi (under mpirun; when built with MPI)");
   app.add_option("--wpn", o.wpn, "workers per process");
   app.add_option("--clocks", o.clocks, "clocks per worker");
   app.add_option("--rows", o.rows, "rows in the table");

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "../paths.hpp"
+#include "../support/procs.hpp"
 
 #include <strata/transport/tcp.hpp>
 
@@ -52,98 +53,13 @@ using clk = std::chrono::steady_clock;
 
 std::string node_binary() { return std::string(strata::test::binary_dir()) + "/tests/net/strata_ps_node"; }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// A scratch directory removed at the end of the test.
-struct scratch {
-  std::string dir;
-  scratch() {
-    char tmpl[] = "/tmp/strata_net_XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~scratch() {
-    const std::string cmd = "rm -rf '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir.c_str());
-  }
-  std::string path(const std::string& name) const { return dir + "/" + name; }
-};
-
-/// A child process with stdout and stderr in files.
-struct proc {
-  pid_t pid = -1;
-  std::string out_path, err_path;
-  int status = -1;
-  bool done = false;
-  std::string out() const { return read_file(out_path); }
-  std::string err() const { return read_file(err_path); }
-  int exit_code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
-};
-
-proc spawn(const std::vector<std::string>& argv, const scratch& dir, const std::string& name,
-           const std::vector<std::string>& extra_env = {}) {
-  proc p;
-  p.out_path = dir.path(name + ".out");
-  p.err_path = dir.path(name + ".err");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, p.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, p.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<std::string> env_store;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    // The test controls rank variables itself.
-    if (kv.rfind("STRATA_", 0) == 0 || kv.rfind("OMPI_COMM_WORLD_", 0) == 0 || kv.rfind("PMI_", 0) == 0 ||
-        kv.rfind("SLURM_", 0) == 0)
-      continue;
-    env_store.push_back(kv);
-  }
-  for (auto& e : extra_env) env_store.push_back(e);
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  const int rc = posix_spawnp(&p.pid, args[0], &fa, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  REQUIRE_MESSAGE(rc == 0, "posix_spawn " << argv[0] << ": " << std::strerror(rc));
-  return p;
-}
-
-/// Waits for every process, at most `limit`; kills (SIGKILL) those still running then. Returns
-/// false on a timeout.
-bool wait_all(std::vector<proc*> ps, std::chrono::milliseconds limit) {
-  const auto deadline = clk::now() + limit;
-  for (;;) {
-    bool all = true;
-    for (auto* p : ps) {
-      if (p->done) continue;
-      if (::waitpid(p->pid, &p->status, WNOHANG) == p->pid) p->done = true;
-      else all = false;
-    }
-    if (all) return true;
-    if (clk::now() > deadline) {
-      for (auto* p : ps)
-        if (!p->done) {
-          ::kill(p->pid, SIGKILL);
-          ::waitpid(p->pid, &p->status, 0);
-          p->done = true;
-        }
-      return false;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-}
-bool wait_all(std::vector<proc>& ps, std::chrono::milliseconds limit) {
-  std::vector<proc*> v;
-  for (auto& p : ps) v.push_back(&p);
-  return wait_all(v, limit);
-}
+using strata_test::procs::contains;
+using strata_test::procs::free_port_run;
+using strata_test::procs::proc;
+using strata_test::procs::read_file;
+using strata_test::procs::spawn;
+using strata_test::procs::wait_all;
+using scratch = strata_test::procs::temp_folder;
 
 /// `n` ports that were free a moment ago (bound to port 0, then released).
 std::vector<std::uint16_t> free_ports(int n) {
@@ -165,27 +81,6 @@ std::vector<std::uint16_t> free_ports(int n) {
   return ports;
 }
 
-/// A base port with `n` consecutive free ports (for base_port + rank addressing).
-std::uint16_t free_port_run(int n) {
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const auto base = static_cast<std::uint16_t>(20000 + (static_cast<unsigned>(::getpid()) * 7 + attempt * 97) % 30000);
-    bool ok = true;
-    std::vector<int> fds;
-    for (int i = 0; i < n && ok; ++i) {
-      const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      a.sin_port = htons(static_cast<std::uint16_t>(base + i));
-      ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-      fds.push_back(fd);
-    }
-    for (int fd : fds) ::close(fd);
-    if (ok) return base;
-  }
-  FAIL("no run of free ports");
-  return 0;
-}
 
 std::string write_hostfile(const scratch& dir, const std::vector<std::uint16_t>& ports,
                            const std::string& host = "127.0.0.1") {
@@ -284,7 +179,6 @@ std::vector<std::byte> raw_header(std::uint32_t version, std::uint8_t kind, std:
   return h;
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // ---- in-process: two tcp objects on loopback -------------------------------------------------
 

@@ -282,6 +282,18 @@ inline std::optional<launcher_rank> rank_from_environment(std::error_code& ec, s
   return std::nullopt;
 }
 
+/// Empty when the flags' --size and --node-rank (where given) agree with a launcher's `size` and
+/// `rank`; else the sentence that names both (`source`: where the launcher's come from, e.g.
+/// "OMPI_COMM_WORLD_RANK is set"). A --size 3 under `mpirun -n 2` would wait for a rank that never comes.
+inline std::string launch_disagreement(const cluster_options& o, node_id rank, std::uint32_t size, const std::string& source) {
+  if (o.size && *o.size != size)
+    return "--size " + std::to_string(*o.size) + " disagrees with the launcher's world size " + std::to_string(size) + " (" + source +
+           "; drop --size or start as many processes as it says)";
+  if (o.rank && *o.rank != rank)
+    return "--node-rank " + std::to_string(*o.rank) + " disagrees with the launcher's rank " + std::to_string(rank) + " (" + source + ")";
+  return {};
+}
+
 /// Resolves options + environment into a cluster. Errors (errc::bad_input, with `why`): no rank
 /// anywhere, rank >= size, a flag's rank or size that disagrees with a launcher's, a hostfile
 /// line, a hostfile whose length differs from the size, Slurm variables that are malformed or do
@@ -304,12 +316,10 @@ inline cluster make_cluster(const cluster_options& o, std::error_code& ec, std::
   // 3 under `mpirun -n 2` would wait for a rank that never comes).
   std::optional<launcher_rank> env = rank_from_environment(ec, why, getenv);
   if (ec) return cluster{};
-  if (env && o.size && *o.size != env->size)
-    return bad("--size " + std::to_string(*o.size) + " disagrees with the launcher's world size " + std::to_string(env->size) +
-               " (" + env->source + " is set; drop --size or start as many processes as it says)");
-  if (env && o.rank && *o.rank != env->rank)
-    return bad("--node-rank " + std::to_string(*o.rank) + " disagrees with the launcher's rank " + std::to_string(env->rank) + " (" +
-               env->source + ")");
+  if (env) {
+    std::string d = launch_disagreement(o, env->rank, env->size, env->source + " is set");
+    if (!d.empty()) return bad(std::move(d));
+  }
   if (o.rank) {
     c.rank = *o.rank;
     c.rank_source = "--node-rank";

@@ -31,6 +31,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <semaphore>
@@ -70,17 +71,20 @@ double raw_mpi_stream(std::size_t bytes, int count, int window) {
   std::vector<char> out(bytes, 'x'), in(bytes);
   MPI_Barrier(MPI_COMM_WORLD);
   const auto t0 = clk::now();
-  if (rank_ == 0) {
-    std::vector<MPI_Request> sends;
+  if (rank_ == 0) {  // non-blocking sends (a blocking one would wait for rank 1, itself blocked sending an echo)
+    std::vector<MPI_Request> sends(static_cast<std::size_t>(window), MPI_REQUEST_NULL);
     int received = 0;
     for (int i = 0; i < count; ++i) {
       if (i - received >= window) {
         MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         ++received;
       }
-      MPI_Send(out.data(), static_cast<int>(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+      MPI_Request& r = sends[static_cast<std::size_t>(i % window)];
+      MPI_Wait(&r, MPI_STATUS_IGNORE);  // its reply has come back, so it has long completed
+      MPI_Isend(out.data(), static_cast<int>(bytes), MPI_BYTE, 1, 0, MPI_COMM_WORLD, &r);
     }
     for (; received < count; ++received) MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Waitall(window, sends.data(), MPI_STATUSES_IGNORE);
   } else {
     for (int i = 0; i < count; ++i) {
       MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -188,10 +192,18 @@ strata::tcp::config tcp_cfg() {
   c.connect_timeout = std::chrono::milliseconds(10000);
   return c;
 }
+/// The mpi transport's polling (mpi_settings::spin, max_sleep) from STRATA_BENCH_SPIN_US and
+/// STRATA_BENCH_MAX_SLEEP_US when set, for tuning runs; the defaults otherwise.
+strata::mpi::config mpi_cfg() {
+  strata::mpi::config c;
+  if (const char* v = std::getenv("STRATA_BENCH_SPIN_US")) c.spin = std::chrono::microseconds(std::atol(v));
+  if (const char* v = std::getenv("STRATA_BENCH_MAX_SLEEP_US")) c.max_sleep = std::chrono::microseconds(std::atol(v));
+  return c;
+}
 template <class T>
 typename T::config config_of() {
   if constexpr (std::is_same_v<T, strata::tcp>) return tcp_cfg();
-  else return {};
+  else return mpi_cfg();
 }
 
 /// Bulk stream through transport T (no runtime): the best of 3 runs, seconds on rank 0.

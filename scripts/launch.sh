@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
-# Starts N local processes of one strata run, like a tiny mpirun for a single machine.
+# Starts N processes of one strata run, like a tiny mpirun: on this machine, or each in its own
+# network namespace at its hostfile address.
 #
 #   scripts/launch.sh -n N [--base-port P] [--restarts K --resume-dir DIR] -- ./program args...
+#   scripts/launch.sh [-n N] --hostfile FILE [--netns-prefix PFX] [--restarts K --resume-dir DIR] -- ./program args...
 #
 # Each process gets STRATA_RANK (0..N-1), STRATA_SIZE=N and STRATA_BASE_PORT=P (default 29500;
 # rank r listens on 127.0.0.1:P+r), which strata::make_cluster reads. Every line a process prints
 # is prefixed with "[rank] " (stdout to stdout, stderr to stderr). When a process fails, the others
 # are killed and launch.sh exits with that process's status; it exits 0 when all succeed.
+#
+# --hostfile FILE: "host port" per line, line r = rank r (runtime/cluster.hpp, read_hostfile).
+# The program gets "--hostfile FILE" appended to its arguments and STRATA_RANK / STRATA_SIZE, no
+# STRATA_BASE_PORT; -n defaults to the number of hosts listed (a different -n is refused). A
+# non-loopback address needs a shared secret: export STRATA_SECRET (or pass --secret / --insecure).
+# --netns-prefix PFX (needs --hostfile, and root): rank r runs under "ip netns exec PFXr", i.e. in
+# the network namespace named PFX followed by its rank, where its hostfile address lives
+# (scripts/netns_cluster.sh builds such namespaces).
 #
 # --restarts K --resume-dir DIR: after a failed attempt, start the whole job again (at most K
 # times), adding "--resume DIR" to the program's arguments once DIR holds a complete checkpoint
@@ -15,6 +25,7 @@ set -uo pipefail
 
 usage() {
   echo "usage: $0 -n N [--base-port P] [--restarts K --resume-dir DIR] -- program [args...]" >&2
+  echo "       $0 [-n N] --hostfile FILE [--netns-prefix PFX] [--restarts K --resume-dir DIR] -- program [args...]" >&2
   exit 2
 }
 
@@ -22,19 +33,33 @@ n=""
 base_port="${STRATA_BASE_PORT:-29500}"
 restarts=0
 resume_dir=""
+hostfile=""
+netns_prefix=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -n | --np) n="${2:-}"; shift 2 || usage ;;
     --base-port) base_port="${2:-}"; shift 2 || usage ;;
     --restarts) restarts="${2:-}"; shift 2 || usage ;;
     --resume-dir) resume_dir="${2:-}"; shift 2 || usage ;;
+    --hostfile) hostfile="${2:-}"; shift 2 || usage ;;
+    --netns-prefix) netns_prefix="${2:-}"; shift 2 || usage ;;
     --) shift; break ;;
     -h | --help) usage ;;
     *) echo "$0: unknown option '$1'" >&2; usage ;;
   esac
 done
 [ $# -gt 0 ] || usage
+if [ -n "$hostfile" ]; then
+  # The ranks the hostfile lists: its lines less blank lines and '#' comments.
+  [ -r "$hostfile" ] || { echo "$0: cannot read the hostfile '$hostfile'" >&2; exit 2; }
+  hosts=$(sed 's/#.*//' "$hostfile" | grep -c '[^[:space:]]')
+  [ "$hosts" -gt 0 ] || { echo "$0: the hostfile '$hostfile' lists no hosts" >&2; exit 2; }
+  [ -n "$n" ] || n=$hosts
+fi
+[ -z "$netns_prefix" ] || [ -n "$hostfile" ] ||
+  { echo "$0: --netns-prefix needs --hostfile (each namespace has its own loopback)" >&2; exit 2; }
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || { echo "$0: -n needs a positive count, got '$n'" >&2; exit 2; }
+[ -z "$hostfile" ] || [ "$n" -eq "$hosts" ] || { echo "$0: -n $n, but $hostfile lists $hosts hosts" >&2; exit 2; }
 [[ "$base_port" =~ ^[0-9]+$ ]] && [ "$base_port" -ge 1 ] && [ $((base_port + n - 1)) -le 65535 ] ||
   { echo "$0: --base-port '$base_port' does not leave $n ports below 65536" >&2; exit 2; }
 [[ "$restarts" =~ ^[0-9]+$ ]] || { echo "$0: --restarts needs a count, got '$restarts'" >&2; exit 2; }
@@ -49,7 +74,13 @@ attempt() {
   for ((r = 0; r < n; r++)); do
     (
       export STRATA_RANK=$r STRATA_SIZE=$n STRATA_BASE_PORT=$base_port
-      "$@" 2> >(sed -u "s/^/[$r] /" >&2) | sed -u "s/^/[$r] /"
+      cmd=("$@")
+      if [ -n "$hostfile" ]; then
+        unset STRATA_BASE_PORT
+        cmd+=(--hostfile "$hostfile")
+      fi
+      [ -z "$netns_prefix" ] || cmd=(ip netns exec "$netns_prefix$r" "${cmd[@]}")
+      "${cmd[@]}" 2> >(sed -u "s/^/[$r] /" >&2) | sed -u "s/^/[$r] /"
     ) &
     pids+=($!)
   done

@@ -78,8 +78,15 @@ inline proc spawn(const std::vector<std::string>& argv, const temp_folder& dir, 
   for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   std::vector<std::string> env_store;
+  auto overridden = [&](const std::string& kv) {  // extra_env's variables replace the inherited ones
+    const auto eq = kv.find('=');
+    for (auto& x : extra_env)
+      if (x.compare(0, eq + 1, kv, 0, eq + 1) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
+    if (overridden(kv)) continue;
     // The test controls rank variables itself.
     if (kv.rfind("STRATA_", 0) == 0 || kv.rfind("OMPI_COMM_WORLD_", 0) == 0 || kv.rfind("PMI_", 0) == 0 ||
         kv.rfind("SLURM_", 0) == 0)

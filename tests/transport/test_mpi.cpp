@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -31,9 +32,16 @@ using strata_test::procs::wait_all;
 
 std::string node_binary() { return std::string(strata::test::binary_dir()) + "/tests/net/strata_ps_node"; }
 
-/// mpirun may run as root only when told twice (Open MPI); harmless otherwise.
-const std::vector<std::string> mpi_env{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-                                       "OMPI_MCA_rmaps_base_oversubscribe=1"};
+/// mpirun may run as root only when told twice (Open MPI); harmless otherwise. In a sanitizer
+/// build, LeakSanitizer is off in the ranks: Open MPI leaves its own allocations at MPI_Finalize
+/// (in components it has unloaded by then, so no suppression can name them); every other check
+/// stays, and strata's own leaks are checked in the tcp tests' runs of the same program.
+std::vector<std::string> make_mpi_env() {
+  std::vector<std::string> env{"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMPI_MCA_rmaps_base_oversubscribe=1"};
+  if (const char* a = std::getenv("ASAN_OPTIONS")) env.push_back(std::string("ASAN_OPTIONS=") + a + ":detect_leaks=0");
+  return env;
+}
+const std::vector<std::string> mpi_env = make_mpi_env();
 
 /// `mpirun -n n --oversubscribe ps_node --transport mpi args...`, output in dir/name.{out,err}.
 proc mpirun(const temp_folder& dir, int n, const std::vector<std::string>& args, const std::string& name = "mpi") {
@@ -106,6 +114,20 @@ TEST_CASE("mpi processes: ssp<2> and essp<2>, staleness <= 2 and nothing lost") 
 TEST_CASE("mpi processes: vap and async, nothing lost") {
   run_model("vap");
   run_model("async");
+}
+
+TEST_CASE("mpi processes: wide rows (160 KiB frames, several in flight beside small ones) arrive whole under essp<2>") {
+  // Large frames go alone and small ones gathered; sends complete out of order, and their buffers
+  // are reused: a buffer given back too early shows as a lost update or a refused frame here.
+  if (!binary_present()) return;
+  temp_folder dir;
+  auto p = mpirun(dir, 3, {"--model", "essp2", "--clocks", "30", "--wpn", "2", "--extra-width", "20000"});
+  std::vector<proc*> all{&p};
+  const bool finished = wait_all(all, 90000ms);
+  INFO(describe(p));
+  REQUIRE(finished);
+  CHECK(p.exit_code() == 0);
+  CHECK(count_of(p.out(), " ok\n") == 3);
 }
 
 TEST_CASE("mpi processes: coordinator messages, barrier, all_reduce, all_gather, two runs (bsp and essp<2>)") {

@@ -36,8 +36,6 @@
 /// Shutdown barrier: as tcp, stop() sends a bye after everything queued and keeps delivering until
 /// every peer's bye has arrived (bounded by peer_timeout), so no process leaves while a peer still
 /// waits for its answers. `abort(reason)` tells every peer at once that this run failed.
-#include <mpi.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>

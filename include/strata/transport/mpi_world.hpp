@@ -1,8 +1,8 @@
 #pragma once
 /// \file The MPI process strata runs in: `mpi_world()` initialises MPI once (or adopts the
 /// caller's initialisation), checks the thread level, and returns this process's rank, the world
-/// size and every rank's host is learnt later, in the transport's hello. Needs <mpi.h> (Debian
-/// libopenmpi-dev; CMake: link strata::mpi, Meson: the mpi feature).
+/// size and its host name (the other ranks' hosts arrive in the transport's hello). Needs <mpi.h>
+/// (Debian libopenmpi-dev; CMake: link strata::mpi, Meson: the mpi feature).
 ///
 /// Thread level. The mpi transport makes every MPI call from one progress thread of its own
 /// (transport/mpi.hpp says why), so it needs MPI_THREAD_SERIALIZED: calls from several threads,
@@ -12,6 +12,14 @@
 /// Ending. When strata initialised MPI it also ends it, at exit: MPI_Finalize when every mpi
 /// transport of the process finished its run cleanly (its shutdown barrier completed), else
 /// MPI_Abort, because MPI_Finalize waits for every rank and a failed run's peers may never come.
+// MPI's C API only: Open MPI's and MPICH's mpi.h otherwise pull in their deprecated C++ bindings
+// (which do not compile warning-free) when a C++ compiler includes them.
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <atomic>

@@ -53,6 +53,7 @@ struct options {
   int sleep_ms = 0;     // per clock, to make a run last (killed-peer test)
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
   strata::model_name parsed{"bsp", 0};  // from --model: essp2 is {essp, 2}
+  bool mpi_init_single = false;  // --mpi-init-single: the program initialises MPI itself with MPI_Init
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::checkpoint_config checkpoint;  // plan: --checkpoint-dir, --checkpoint-every, --resume
   strata::cluster_options cluster;
@@ -246,6 +247,7 @@ int dispatch_transport(const options& o) {
   }
 #if STRATA_HAVE_MPI
   if (o.transport == "mpi") {
+    if (o.mpi_init_single) MPI_Init(nullptr, nullptr);  // as a program might: MPI_THREAD_SINGLE, too little for strata
     strata::mpi_cluster mc;
     try {
       mc = strata::make_mpi_cluster(o.cluster);
@@ -291,6 +293,7 @@ int main(int argc, char** argv) {
   app.add_option("--sleep-ms", o.sleep_ms, "sleep per clock");
   app.add_option("--throw-at", o.throw_at, "the first local worker throws at this clock");
   app.add_option("--scenario", o.scenario, "plan (seeded workload) | runtime (roles, messages, collectives, repeated runs)");
+  app.add_flag("--mpi-init-single", o.mpi_init_single, "initialise MPI with MPI_Init before strata does (--transport mpi)");
   strata::add_checkpoint_options(app, o.checkpoint);  // scenario plan only
   strata::add_cluster_options(app, o.cluster);
   CLI11_PARSE(app, argc, argv);

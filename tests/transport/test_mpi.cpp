@@ -2,7 +2,8 @@
 // by `mpirun -n 3 --oversubscribe` (every consistency model's bound and no lost update; roles,
 // collectives and two runs; the same final table as inproc and as tcp under mpirun), and every failure path with its
 // text and no hang: a rank killed (SIGKILL) and one hung (SIGSTOP), a worker that throws, another
-// run signature, a --size that disagrees with MPI's, and a process not started by mpirun.
+// run signature, a --size that disagrees with MPI's, MPI initialised by the program without thread
+// support, and a process not started by mpirun.
 // Without MPI this file holds one case that says so.
 #include <doctest/doctest.h>
 
@@ -251,7 +252,7 @@ TEST_CASE("mpi processes: another run signature on one rank stops the job, namin
   CHECK(!contains(p.out(), " ok\n"));
 }
 
-TEST_CASE("mpi: a --size that disagrees with mpirun's, and a process not started by mpirun, are refused with a sentence") {
+TEST_CASE("mpi: a --size that disagrees with mpirun's, MPI initialised without thread support, and a process not started by mpirun are refused with a sentence") {
   if (!binary_present()) return;
   {
     temp_folder dir;
@@ -262,6 +263,17 @@ TEST_CASE("mpi: a --size that disagrees with mpirun's, and a process not started
     REQUIRE(finished);
     CHECK(p.exit_code() != 0);
     CHECK(contains(p.err(), "--size 3 disagrees with the launcher's world size 2 (MPI_COMM_WORLD"));
+  }
+  {
+    temp_folder dir;  // a program that initialised MPI itself with MPI_Init (MPI_THREAD_SINGLE)
+    auto p = mpirun(dir, 1, {"--mpi-init-single"});
+    std::vector<proc*> all{&p};
+    const bool finished = wait_all(all, 30000ms);
+    INFO(describe(p));
+    REQUIRE(finished);
+    CHECK(p.exit_code() != 0);
+    CHECK(contains(p.err(), "MPI runs at MPI_THREAD_SINGLE"));
+    CHECK(contains(p.err(), "MPI_Init_thread(..., MPI_THREAD_SERIALIZED, ...)"));
   }
   {
     temp_folder dir;

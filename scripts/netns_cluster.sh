@@ -9,7 +9,8 @@
 #    tc netem delay 2ms where the kernel has netem, else a tbf rate limit (the output says which).
 # 2. A hostfile of those addresses; strata_mf (BSP, the ctest tiny data) as one process per
 #    namespace over TCP with a shared secret: every rank exits 0, rank 0 prints its summary, and
-#    the --save model is byte-identical to a loopback run of the same seed.
+#    the --save model is byte-identical to a loopback run of the same seed. A hostfile entry that
+#    no namespace answers makes rank 0 name it after its connect timeout.
 # 3. A longer run with checkpoints; after its first checkpoint the last rank's link goes down:
 #    the other ranks report "lost rank R (address:port)" within the peer timeout and exit non-zero.
 # 4. scripts/launch.sh --hostfile --netns-prefix --restarts 2 --resume-dir: the same job, the link
@@ -158,6 +159,16 @@ for ((r = 0; r < n; r++)); do rx=$((rx + $(ip netns exec "$brns" cat "/sys/class
 say "ok: cluster run: $n ranks on $net.1-$n exited 0, rank 0: $rmse, the bridge carried $rx bytes"
 cmp -s "$tmp/loop.model" "$tmp/cluster.model" || fail "the cluster run's model differs from the loopback run's"
 say "ok: its model is byte-identical to a loopback run's ($(wc -c <"$tmp/cluster.model") bytes)"
+
+# --- 2b. A hostfile entry that nobody answers: rank 0 names it after connect_timeout, no hang -----
+sed "2s/.*/$net.99 $port/" "$tmp/hosts" >"$tmp/hosts.bad"  # rank 1 on an address no namespace holds
+t0=$(now)
+timeout 60 ip netns exec "$pfx-h0" "${train[@]}" --transport tcp --connect-timeout-ms 1500 --hostfile "$tmp/hosts.bad" \
+  --node-rank 0 --listen "$net.1" --iterations 6 >"$tmp/bad.out" 2>"$tmp/bad.err"
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 0 with an unreachable rank 1 exited $rc"
+grep -qF "rank 1 ($net.99:$port)" "$tmp/bad.err" || fail "rank 0 did not name the unreachable rank 1: $(tail -n2 "$tmp/bad.err")"
+say "ok: an unreachable hostfile entry: rank 0 exited $rc after $(since "$t0") s naming rank 1 ($net.99:$port)"
 
 # --- 3. A link goes down mid-run: the others name the lost rank by address ----------------------
 first_checkpoint() { grep -q '^complete ' "$1/manifest" 2>/dev/null; }

@@ -16,11 +16,12 @@
 /// 1 KiB rows went 2.4x faster so). It completes sends with MPI_Testsome, and keeps their buffers
 /// (up to 64 MiB) for the next frames to be encoded into, as a fresh megabyte costs 256 page faults.
 /// It receives with MPI_Improbe + MPI_Mrecv (any source, any size), splits the message into its
-/// frames by their headers, decodes and delivers on its own thread, as tcp's comm thread does. MPI keeps messages between two ranks on one communicator and
-/// tag in order, so FIFO per pair of endpoints holds. Messages between endpoints of this process
-/// never enter MPI. MPI has no blocking wait that a sender could interrupt, so the thread polls:
-/// it spins (yielding) for `spin` after its last piece of work, then sleeps in growing steps up to
-/// `max_sleep`; a send wakes it at once.
+/// frames by their headers, decodes and delivers on its own thread, as tcp's comm thread does.
+/// MPI keeps messages between two ranks on one communicator and tag in order, so FIFO per pair of
+/// endpoints holds. Messages between endpoints of this process never enter MPI. MPI has no
+/// blocking wait that a sender could interrupt, so the thread polls: it spins (yielding) for
+/// `spin` after its last piece of work, then sleeps in growing steps up to `max_sleep` (its timer
+/// slack set to 1 us); a send wakes it at once.
 ///
 /// Handshake. start() sends every peer a hello (protocol version, rank, world size, run signature,
 /// host) and returns when every peer's has arrived and matches; a mismatch names the field, rank
@@ -54,6 +55,10 @@
 
 #include <cereal/types/string.hpp>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
 #include <strata/core/error.hpp>
 #include <strata/core/ids.hpp>
 #include <strata/transport/delayed.hpp>
@@ -73,10 +78,14 @@ struct mpi_settings {
   std::chrono::milliseconds connect_timeout{30000};
   /// a peer silent this long is lost; also bounds each wait of the shutdown barrier
   std::chrono::milliseconds peer_timeout{10000};
-  /// the progress thread polls (yielding) this long after its last piece of work before it sleeps
-  std::chrono::microseconds spin{1000};
-  /// its longest sleep between polls (a message from a peer waits at most this long when idle)
-  std::chrono::microseconds max_sleep{200};
+  /// the progress thread polls (yielding) this long after its last piece of work before it sleeps.
+  /// 100 us keeps a BSP round or a get as fast as 1 ms did on a quiet machine (25 us per get);
+  /// on cores shared with busy processes every yield can cost a scheduler tick (4 ms per get measured,
+  /// benchmarks/results/mpi/REPORT.md): MPI runs want cores of their own, as on a cluster.
+  std::chrono::microseconds spin{100};
+  /// its longest sleep between polls (a message from a peer waits at most this long when idle; the
+  /// sleeps grow from 10 us, so a long idle costs about 4,000 wake-ups a second)
+  std::chrono::microseconds max_sleep{250};
   /// where diagnostics go, one line each; empty: stderr
   std::function<void(const std::string&)> log;
 };
@@ -314,6 +323,11 @@ class mpi {
 
   /// The progress thread: every MPI call of the run.
   void progress() {
+#if defined(__linux__)
+    // Its naps are tens of microseconds: without this, Linux's default timer slack (50 us) would
+    // stretch each of them by that much.
+    (void)::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
     std::vector<outgoing> batch;
     std::vector<std::vector<std::byte>> gathered(world_.size);  // small frames per peer, sent as one message
     std::vector<MPI_Request> reqs;

@@ -7,6 +7,7 @@ pkgs=(g++ cmake ninja-build meson pkg-config ccache
       libcli11-dev libbenchmark-dev
       libssl-dev  # libcrypto: SHA-256, HMAC and the per-frame AES-GMAC tags of the tcp transport
       libopenmpi-dev openmpi-bin  # the mpi transport and its tests (optional to strata's build: left out without them)
+      libsimgrid-dev  # the simulated cluster and its tests (optional to strata's build: left out without it)
       python3-scipy python3-sklearn "$@")  # reference solvers the tests compare against (NNLS, Lasso)
 missing=()
 for p in "${pkgs[@]}"; do

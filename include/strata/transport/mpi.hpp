@@ -336,6 +336,8 @@ class mpi {
     std::vector<std::byte> rx;
     auto idle_since = clock::now();
     auto sleep = std::chrono::microseconds(10);
+    bool idle = false, spinning = false;      // in an idle period; spinning in it (not backing off)
+    unsigned backoff = 0, skip = 0, fast = 0;  // contended spins: see step 5
     auto next_check = clock::now();
     clock::time_point quit_deadline{};
     const auto hb_every = std::max(cfg_.peer_timeout / 4, std::chrono::milliseconds(1));
@@ -468,14 +470,36 @@ class mpi {
         std::lock_guard lk(out_mu_);
         if (outbox_.empty() && (reqs.empty() || fatal_seen || clock::now() > quit_deadline)) break;
       }
-      // 5. idle: spin, then sleep in growing steps; a send wakes the thread
+      // 5. idle: spin, then sleep in growing steps; a send wakes the thread. A yield that comes
+      // back after more than 200 us means the core is shared with busy threads of other programs:
+      // there each yield can cost a scheduler tick where a sleeping thread's wake-up preempts at
+      // once (runtime/detail/thread_loop.hpp measured the same for the workers). So after one the
+      // thread sleeps at once for its next `backoff` idle periods (256, doubling up to 65536 at
+      // each further contended spin, halved after as many uncontended ones in a row).
       if (did) {
+        if (idle && spinning && backoff > 0 && ++fast >= backoff) {
+          backoff /= 2;
+          fast = 0;
+        }
+        idle = false;
         idle_since = clock::now();
         sleep = std::chrono::microseconds(10);
         continue;
       }
-      if (clock::now() - idle_since < cfg_.spin) {
+      if (!idle) {  // a new idle period
+        idle = true;
+        spinning = skip == 0;
+        if (skip > 0) --skip;
+      }
+      if (spinning && clock::now() - idle_since < cfg_.spin) {
+        const auto before = clock::now();
         std::this_thread::yield();
+        if (clock::now() - before > std::chrono::microseconds(200)) {
+          backoff = std::clamp(backoff * 2, 256u, 65536u);
+          skip = backoff;
+          fast = 0;
+          spinning = false;
+        }
         continue;
       }
       std::unique_lock lk(out_mu_);

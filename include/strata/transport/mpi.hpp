@@ -471,11 +471,13 @@ class mpi {
         if (outbox_.empty() && (reqs.empty() || fatal_seen || clock::now() > quit_deadline)) break;
       }
       // 5. idle: spin, then sleep in growing steps; a send wakes the thread. A yield that comes
-      // back after more than 200 us means the core is shared with busy threads of other programs:
-      // there each yield can cost a scheduler tick where a sleeping thread's wake-up preempts at
-      // once (runtime/detail/thread_loop.hpp measured the same for the workers). So after one the
-      // thread sleeps at once for its next `backoff` idle periods (256, doubling up to 65536 at
-      // each further contended spin, halved after as many uncontended ones in a row).
+      // back after more than 1 ms means the core is shared with busy threads of other programs:
+      // there each yield can cost a scheduler tick (4 ms) where a sleeping thread's wake-up
+      // preempts at once (runtime/detail/thread_loop.hpp measured the same for the workers). So
+      // after one the thread sleeps at once for its next `backoff` idle periods (256, doubling up
+      // to 65536 at each further contended spin, halved after as many uncontended ones in a row).
+      // Not 200 us, the workers' threshold: this run's own 1 MiB copies on 2 cores make yields
+      // that long, and backing off then halved the 1 MiB throughput.
       if (did) {
         if (idle && spinning && backoff > 0 && ++fast >= backoff) {
           backoff /= 2;
@@ -494,7 +496,7 @@ class mpi {
       if (spinning && clock::now() - idle_since < cfg_.spin) {
         const auto before = clock::now();
         std::this_thread::yield();
-        if (clock::now() - before > std::chrono::microseconds(200)) {
+        if (clock::now() - before > std::chrono::microseconds(1000)) {
           backoff = std::clamp(backoff * 2, 256u, 65536u);
           skip = backoff;
           fast = 0;

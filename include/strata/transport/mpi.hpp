@@ -80,7 +80,8 @@ struct mpi_settings {
   std::chrono::milliseconds peer_timeout{10000};
   /// the progress thread polls (yielding) this long after its last piece of work before it sleeps.
   /// 100 us keeps a BSP round or a get as fast as 1 ms did on a quiet machine (25 us per get);
-  /// on cores shared with busy processes every yield can cost a scheduler tick (4 ms per get measured,
+  /// on cores shared with busy processes a yield can cost a scheduler tick, so a slow one stops the
+  /// spinning for a while (see progress(); 1 ms per get there, tcp's 70 us:
   /// benchmarks/results/mpi/REPORT.md): MPI runs want cores of their own, as on a cluster.
   std::chrono::microseconds spin{100};
   /// its longest sleep between polls (a message from a peer waits at most this long when idle; the

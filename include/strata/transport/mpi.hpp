@@ -359,7 +359,7 @@ class mpi {
         quitting = quit_;
         fatal_seen = fatal_seen || failed_;
       }
-      // 1. post the sends (after a fatal error, only the abort frames still go out). Small frames
+      // 1. post the sends (after a fatal error too: its abort frames must reach the peers). Small frames
       // to one peer travel together, in one MPI message of up to coalesce_bytes (in order: a large
       // frame first sends what is gathered for its peer); the receiver splits them by their headers.
       const auto now0 = clock::now();

@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_programs.hpp"
 #include "bench_util.hpp"
 
 namespace {
@@ -211,7 +212,7 @@ template <class T>
 double strata_stream(std::size_t bytes, int count, int window) {
   constexpr std::uint64_t done_seq = std::numeric_limits<std::uint64_t>::max();
   T t(config_of<T>());
-  std::counting_semaphore<1 << 20> slots(window);
+  strata_bench::stream_slots slots(window);
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -226,32 +227,13 @@ double strata_stream(std::size_t bytes, int count, int window) {
         cv.notify_all();
         return;
       }
-      strata::wire::rows r;
-      r.shard = 1;
-      r.count = f.count;
-      r.payload = std::move(f.payload);
-      t.send({1, 0}, {0, 1}, std::move(r));
+      t.send({1, 0}, {0, 1}, strata_bench::echo_of(std::move(f)));
     });
   }
   t.start(strata::run_shape{2, 1, "bench"});
   double best = 0;
   if (rank_ == 0) {
-    std::vector<std::byte> payload(bytes, std::byte{7});
-    best = best_of(3, [&] {
-      const auto t0 = clk::now();
-      for (int i = 0; i < count; ++i) {
-        slots.acquire();
-        strata::wire::flush f;
-        f.seq = static_cast<std::uint64_t>(i);
-        f.count = 1;
-        f.payload.bytes = payload;  // the worker's encoded oplog: one copy, as in a real flush
-        t.send({0, 1}, {1, 0}, std::move(f));
-      }
-      for (int i = 0; i < window; ++i) slots.acquire();  // every reply is in
-      const auto t1 = clk::now();
-      for (int i = 0; i < window; ++i) slots.release();
-      return secs(t0, t1);
-    });
+    best = best_of(3, [&] { return strata_bench::stream_flushes(t, slots, bytes, count, window); });
     strata::wire::flush f;
     f.seq = done_seq;
     t.send({0, 1}, {1, 0}, std::move(f));
@@ -274,39 +256,13 @@ void run_system(std::size_t width, F program) {
 /// Lock-step row sync through the runtime: seconds per clock (rank 0's worker).
 template <class T>
 double strata_lockstep(std::size_t bytes, int rounds) {
-  const std::size_t width = bytes / sizeof(float);
-  double per_round = 0;
-  run_system<T>(width, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
-    const strata::row_id theirs = w.id() == 0 ? 1 : 0;  // row r is held by process r (2 rows, 2 shards)
-    strata::dense_row<float> delta(width);
-    for (std::size_t c = 0; c < width; ++c) delta.inc(static_cast<strata::col_id>(c), 1.f);
-    clk::time_point t0{};
-    for (int i = 0; i < rounds + 5; ++i) {
-      if (i == 5) t0 = clk::now();  // after warm-up
-      co_await w.inc_row(t, theirs, delta);
-      co_await w.clock();
-      (void)co_await w.get(t, theirs);
-    }
-    if (w.id() == 0) per_round = secs(t0, clk::now()) / rounds;
-  });
-  return per_round;
+  return strata_bench::lockstep_seconds(bytes, rounds, [](std::size_t width, auto program) { run_system<T>(width, program); });
 }
 
 /// get() missing the cache: median seconds per get of a 64-byte row held by the other process.
 template <class T>
 double strata_get_miss_median(int rounds) {
-  std::vector<double> rtt;
-  run_system<T>(16, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
-    if (w.id() != 0) co_return;  // worker 1 finishes at once: only worker 0's clock gates reads
-    for (int i = 0; i < rounds + 10; ++i) {
-      co_await w.clock();  // the cached row is now one clock too old: the get must go out
-      const auto t0 = clk::now();
-      (void)co_await w.get(t, 1);
-      if (i >= 10) rtt.push_back(secs(t0, clk::now()));
-    }
-  });
-  std::sort(rtt.begin(), rtt.end());
-  return rtt.empty() ? 0 : rtt[rtt.size() / 2];
+  return strata_bench::get_miss_median(rounds, [](std::size_t width, auto program) { run_system<T>(width, program); });
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_programs.hpp"
 #include "bench_util.hpp"
 
 namespace {
@@ -167,7 +168,7 @@ strata::tcp::config cfg(strata::node_id r, std::uint16_t p0, std::uint16_t p1, c
 struct strata_pair {
   std::uint16_t p0 = free_port(), p1 = free_port();
   strata::tcp a, b;
-  std::counting_semaphore<1 << 20>* slots = nullptr;
+  strata_bench::stream_slots* slots = nullptr;
   std::atomic<int> replies{0};
   explicit strata_pair(const std::string& secret) : a(cfg(0, p0, p1, secret)), b(cfg(1, p0, p1, secret)) {
     a.bind({0, 1}, [this](strata::endpoint, strata::wire::message&&) {
@@ -175,12 +176,7 @@ struct strata_pair {
       slots->release();
     });
     b.bind({1, 0}, [this](strata::endpoint, strata::wire::message&& m) {
-      auto& f = std::get<strata::wire::flush>(m);
-      strata::wire::rows r;
-      r.shard = 1;
-      r.count = f.count;
-      r.payload = std::move(f.payload);
-      b.send({1, 0}, {0, 1}, std::move(r));
+      b.send({1, 0}, {0, 1}, strata_bench::echo_of(std::get<strata::wire::flush>(std::move(m))));
     });
     const strata::run_shape shape{2, 1, "bench"};
     std::thread tb([&] { b.start(shape); });
@@ -193,23 +189,10 @@ struct strata_pair {
     tb.join();
   }
   double stream(std::size_t bytes, int count, int window) {
-    std::counting_semaphore<1 << 20> s(window);
+    strata_bench::stream_slots s(window);
     slots = &s;
     replies = 0;
-    std::vector<std::byte> payload(bytes, std::byte{7});
-    const auto t0 = clk::now();
-    for (int i = 0; i < count; ++i) {
-      s.acquire();
-      strata::wire::flush f;
-      f.seq = static_cast<std::uint64_t>(i);
-      f.count = 1;
-      f.payload.bytes = payload;  // the worker's encoded oplog: one copy, as in a real flush
-      a.send({0, 1}, {1, 0}, std::move(f));
-    }
-    for (int i = 0; i < window; ++i) s.acquire();  // every reply is in
-    const auto t1 = clk::now();
-    for (int i = 0; i < window; ++i) s.release();
-    return secs(t0, t1);
+    return strata_bench::stream_flushes(a, s, bytes, count, window);
   }
 };
 
@@ -229,38 +212,12 @@ void run_two(std::size_t width, F program, const std::string& secret) {
 
 /// Lock-step row sync through the runtime: seconds per clock (worker 0's view).
 double strata_lockstep(std::size_t bytes, int rounds, const std::string& secret) {
-  const std::size_t width = bytes / sizeof(float);
-  double per_round = 0;
-  run_two(width, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
-    const strata::row_id mine = w.id() == 0 ? 1 : 0;  // a row held by the other process
-    strata::dense_row<float> delta(width);
-    for (std::size_t c = 0; c < width; ++c) delta.inc(static_cast<strata::col_id>(c), 1.f);
-    clk::time_point t0{};
-    for (int i = 0; i < rounds + 5; ++i) {
-      if (i == 5) t0 = clk::now();  // after warm-up
-      co_await w.inc_row(t, mine, delta);
-      co_await w.clock();
-      (void)co_await w.get(t, mine);
-    }
-    if (w.id() == 0) per_round = secs(t0, clk::now()) / rounds;
-  }, secret);
-  return per_round;
+  return strata_bench::lockstep_seconds(bytes, rounds, [&](std::size_t width, auto program) { run_two(width, program, secret); });
 }
 
 /// get() missing the cache: median seconds per get of a 64-byte row held by the other process.
 double strata_get_miss_median(int rounds, const std::string& secret) {
-  std::vector<double> rtt;
-  run_two(16, [&](strata::worker& w, strata::table_handle<strata::dense_row<float>> t) -> strata::task<> {
-    if (w.id() != 0) co_return;  // worker 1 finishes at once: only worker 0's clock gates reads
-    for (int i = 0; i < rounds + 10; ++i) {
-      co_await w.clock();  // the cached row is now one clock too old: the get must go out
-      const auto t0 = clk::now();
-      (void)co_await w.get(t, 1);
-      if (i >= 10) rtt.push_back(secs(t0, clk::now()));
-    }
-  }, secret);
-  std::sort(rtt.begin(), rtt.end());
-  return rtt.empty() ? 0 : rtt[rtt.size() / 2];
+  return strata_bench::get_miss_median(rounds, [&](std::size_t width, auto program) { run_two(width, program, secret); });
 }
 
 }  // namespace

@@ -316,7 +316,7 @@ class mpi {
     }
     log_line("fatal: " + what + " [" + ec.message() + "]");
     const auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{world_.rank, 0}, 0,
-                                       wire::abort_notice{ec.category() == strata_category() ? ec.value() : 0, what});
+                                       wire::abort_notice::of(ec, what));
     for (node_id p = 0; p < world_.size; ++p)
       if (p != world_.rank) push(p, ab);
     if (fatal_) fatal_(ec, "mpi rank " + std::to_string(world_.rank) + ": " + what);
@@ -589,8 +589,7 @@ class mpi {
         case wire::frame_kind::abort: {
           auto a = wire::decode_body<wire::abort_notice>(v.payload, bad, &why);
           if (bad) break;
-          const auto code = a.code <= 0 || a.code > static_cast<int>(errc::shutdown) ? errc::peer_lost : static_cast<errc>(a.code);
-          fail(make_error_code(code), who(from) + " stopped the run: " + a.reason);
+          fail(a.error(), who(from) + " stopped the run: " + a.reason);
           break;
         }
         default:

@@ -71,6 +71,15 @@ struct abort_notice {
   std::string reason;
   template <class Ar>
   void serialize(Ar& ar) { ar(code, reason); }
+  /// The notice of a run that failed with `ec`: a strata::errc travels as its value, another code as 0.
+  static abort_notice of(std::error_code ec, std::string reason) {
+    return {ec.category() == strata_category() ? ec.value() : 0, std::move(reason)};
+  }
+  /// The error it carries, as a strata::errc (peer_lost when it is not one).
+  std::error_code error() const {
+    if (code <= 0 || code > static_cast<int>(errc::shutdown)) return make_error_code(errc::peer_lost);
+    return make_error_code(static_cast<errc>(code));
+  }
 };
 
 /// An empty body (heartbeat, bye).

@@ -156,7 +156,7 @@ inline asio::awaitable<handshake_result> handshake(tcp_socket& sock, rx_buffer& 
     if (!bad && h.kind == wire::frame_kind::abort) {
       auto a = wire::decode_body<wire::abort_notice>(body, bad, &why);
       if (!bad && dialer) {
-        finish(handshake_status::fatal, abort_code(a.code), from + " refused the connection: " + printable(a.reason, 400));
+        finish(handshake_status::fatal, a.error(), from + " refused the connection: " + printable(a.reason, 400));
         co_return false;
       }
       if (!bad) {

@@ -91,12 +91,6 @@ inline std::string describe(const std::error_code& ec) {
   return ec.message();
 }
 
-/// The error code an abort frame carries, as a strata::errc (peer_lost when it is not one).
-inline std::error_code abort_code(std::int32_t code) {
-  if (code <= 0 || code > static_cast<int>(errc::shutdown)) return make_error_code(errc::peer_lost);
-  return make_error_code(static_cast<errc>(code));
-}
-
 }  // namespace strata::detail
 
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13

@@ -178,7 +178,7 @@ inline asio::awaitable<void> reader(tcp_state& s, std::shared_ptr<tcp_conn> c, t
         case wire::frame_kind::abort: {
           auto a = wire::decode_body<wire::abort_notice>(body, bad, &why);
           if (bad) break;
-          s.fail(abort_code(a.code), s.who(p.rank) + " stopped the run: " + a.reason);
+          s.fail(a.error(), s.who(p.rank) + " stopped the run: " + a.reason);
           break;
         }
         default:

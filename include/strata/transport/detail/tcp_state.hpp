@@ -129,7 +129,7 @@ struct tcp_state {
     }
     log_line("fatal: " + what + " [" + ec.message() + "]");
     const auto ab = wire::encode_frame(wire::frame_kind::abort, endpoint{cfg.rank, 0}, 0,
-                                       wire::abort_notice{ec.category() == strata_category() ? ec.value() : 0, what});
+                                       wire::abort_notice::of(ec, what));
     for (auto& p : peers)
       if (p->c && p->c->sock.is_open()) {
         enqueue(io, *p, ab);

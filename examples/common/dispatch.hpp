@@ -201,19 +201,21 @@ decltype(auto) dispatch(const system_options& o, F&& f) {
     using T = strata::delayed<strata::inproc>;
     return f(std::type_identity<T>{}, T::config{{}, delays()});
   }
+  // A transport between processes, under delayed<> when --delay / --straggler ask for it.
+  auto between_processes = [&]<class Net>(std::type_identity<Net>, const typename Net::config& c) -> decltype(auto) {
+    if (!o.delays()) return f(std::type_identity<Net>{}, typename Net::config(c));
+    using T = strata::delayed<Net>;
+    return f(std::type_identity<T>{}, typename T::config{c, delays()});
+  };
   if (o.is_tcp()) {
     if (o.nodes != o.cluster.size || o.cluster.tcp_config.peers.size() != o.nodes)
       throw std::invalid_argument("transport tcp: call system_options::resolve() after parsing the flags");
-    if (!o.delays()) return f(std::type_identity<strata::tcp>{}, strata::tcp::config(o.cluster.tcp_config));
-    using T = strata::delayed<strata::tcp>;
-    return f(std::type_identity<T>{}, T::config{o.cluster.tcp_config, delays()});
+    return between_processes(std::type_identity<strata::tcp>{}, o.cluster.tcp_config);
   }
 #if STRATA_HAVE_MPI
   if (o.transport == "mpi") {
     if (o.nodes != o.cluster.size) throw std::invalid_argument("transport mpi: call system_options::resolve() after parsing the flags");
-    if (!o.delays()) return f(std::type_identity<strata::mpi>{}, strata::mpi::config(o.mpi_config));
-    using T = strata::delayed<strata::mpi>;
-    return f(std::type_identity<T>{}, T::config{o.mpi_config, delays()});
+    return between_processes(std::type_identity<strata::mpi>{}, o.mpi_config);
   }
 #endif
   throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp|mpi)");

@@ -104,8 +104,7 @@ int main(int argc, char** argv) {
         throw strata::error(strata::errc::refused, file + ": no examples with features (the file is empty, or holds only blank and '#' lines, or labels alone)");
       return ml::lasso_problem::from(raw, {.center_y = true, .standardize_x = fl.standardize, .log1p_x = fl.log1p});
     });
-    const auto res = ex::dispatch(cli.so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
-      strata::basic_system<T> sys(cli.so.system_config(), strata::model_params{}, std::move(tc));
+    const auto res = ex::with_system(cli.so, strata::model_params{}, [&](auto& sys) {
       return ex::with_lasso_scheduler(fl.sched, cli.so.seed, [&](auto s) { return ml::train_lasso(sys, prob, s, fl.lo); });
     });
     if (!cli.lead()) return 0;

@@ -151,8 +151,7 @@ struct workload {
     ml::lasso_trainer_options o;
     o.lambda_fraction = f->lambda_fraction, o.batch = f->batch, o.evaluate_every = f->evaluate_every, o.tolerance = 0;
     o.rounds = std::uint64_t{iterations} * f->evaluate_every + 1;  // evaluations at rounds 0, E, ..., iterations × E
-    const auto res = ex::dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
-      strata::basic_system<T> sys(so.system_config(), strata::model_params{}, std::move(tc));
+    const auto res = ex::with_system(so, strata::model_params{}, [&](auto& sys) {
       return ex::with_lasso_scheduler(f->sched, f->seed, [&](auto s) { return ml::train_lasso(sys, prob, s, o); });
     });
     cfg.set("rows", prob.n).set("columns", prob.d).set("lambda", res.lambda).set("scheduler", f->sched.name).set("batch", o.batch)

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Runs a deterministic BSP trainer twice, in one process (--nodes N, inproc) and as N processes
 # over TCP (scripts/launch.sh), and checks that the final figure agrees within a tolerance. With
-# --mpi MPIEXEC, the first run is N processes over MPI instead (mpirun -n N ... --transport mpi).
+# --mpi MPIEXEC, the first run is N processes over MPI instead (mpirun -n N ... --transport mpi); with
+# --sim PLATFORM, it is N nodes of one process on a simulated cluster (--transport sim --platform PLATFORM).
 #
-#   examples/tcp_matches_inproc.sh [--mpi MPIEXEC] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
+#   examples/tcp_matches_inproc.sh [--mpi MPIEXEC | --sim PLATFORM] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS...
 #
 # FIELD is the summary field to compare (test_rmse for strata_mf, loglik for strata_lda).
 # TOLERANCE "bits": both runs also --save their model, and the two files must be byte-identical
 # (BSP sums each clock's floating-point updates in writer order, whatever order they arrive in).
 set -euo pipefail
-mpiexec=""
+mpiexec="" platform=""
 if [ "${1:-}" = --mpi ]; then mpiexec=$2; shift 2; fi
-[ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 [--mpi MPIEXEC] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
+if [ "${1:-}" = --sim ]; then platform=$2; shift 2; fi
+[ $# -ge 7 ] && [ "$6" = "--" ] || { echo "usage: $0 [--mpi MPIEXEC | --sim PLATFORM] LAUNCH_SH BASE_PORT N FIELD TOLERANCE -- TRAINER ARGS..." >&2; exit 2; }
 launch=$1 port=$2 n=$3 field=$4 tol=$5
 shift 6
 pick() { grep -o " $field=[^ ]*" | head -n1 | cut -d= -f2; }
@@ -26,6 +28,9 @@ if [ -n "$mpiexec" ]; then
   a=$(OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$mpiexec" -n "$n" --oversubscribe --tag-output \
         "$@" --transport mpi --workers 1 --consistency bsp --quiet "${save_a[@]}" | grep '^\[1,0\]<stdout>:' | pick)
   first="mpi ($n processes x 1 worker)"
+elif [ -n "$platform" ]; then
+  a=$("$@" --transport sim --platform "$platform" --nodes "$n" --workers 1 --consistency bsp --quiet "${save_a[@]}" | pick)
+  first="sim ($n nodes x 1 worker on $(basename "$platform"))"
 else
   a=$("$@" --transport inproc --nodes "$n" --workers 1 --consistency bsp --quiet "${save_a[@]}" | pick)
   first="inproc ($n nodes x 1 worker)"

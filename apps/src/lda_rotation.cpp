@@ -1,5 +1,6 @@
 // The word-rotation LDA trainer's body (apps/trainers/lda_rotation.hpp declares it), compiled once into
 // strata_apps instead of in every program and test that runs it.
+#include <strata/core/clock.hpp>
 #include <trainers/detail/lda_rotation_program.hpp>
 
 namespace strata::ml {
@@ -26,10 +27,10 @@ lda_rotation_run train_lda_rotation(system_base& sys, const lda_corpus& corpus, 
     out.invariants_ok = true;
     return out;
   }
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = strata::run_clock::now();
   prog.start();
   out.engine = sched::run(sys, prog, rot, so);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.seconds = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   out.stats = sys.total_stats();
   out.bytes_sent = sys.bytes_sent();
   if (out.engine.per_round.empty()) {  // not the coordinator's process

@@ -1,4 +1,5 @@
 // The CCD++ MF trainer's body (apps/trainers/mf_ccd.hpp declares it), compiled once into strata_apps.
+#include <strata/core/clock.hpp>
 #include <trainers/detail/mf_ccd_program.hpp>
 
 namespace strata::ml {
@@ -13,10 +14,10 @@ mf_ccd_run train_mf_ccd(system_base& sys, const io::rating_set& train, const io:
   so.rounds = prog.rounds();
   so.depth = 1;
   mf_ccd_run out;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = strata::run_clock::now();
   prog.start();
   out.engine = sched::run(sys, prog, rr, so);
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.seconds = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   out.stats = sys.total_stats();
   out.bytes_sent = sys.bytes_sent();
   if (out.engine.per_round.empty()) return out;  // not the coordinator's process

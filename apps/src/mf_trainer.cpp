@@ -1,5 +1,6 @@
 // The MF trainer's bodies (apps/trainers/mf_trainer.hpp declares them), compiled once into
 // strata_apps instead of in every program and test that trains MF.
+#include <strata/core/clock.hpp>
 #include <trainers/mf_trainer.hpp>
 
 #include <strata/ml/io/ratings.hpp>
@@ -156,7 +157,7 @@ double mf_baseline_updates_per_s(const io::rating_set& train, const mf_trainer_o
   std::vector<std::uint32_t> order(train.size());
   std::iota(order.begin(), order.end(), 0u);
   std::mt19937_64 rng(o.seed);
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = strata::run_clock::now();
   for (std::uint32_t ep = 0; ep < epochs; ++ep) {
     std::shuffle(order.begin(), order.end(), rng);
     const float eta = static_cast<float>(o.lr / (1 + o.decay * ep));
@@ -170,7 +171,7 @@ double mf_baseline_updates_per_s(const io::rating_set& train, const mf_trainer_o
       v[R] += eta * (e - li * v[R]);
     }
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   return static_cast<double>(train.size()) * epochs / std::max(s, 1e-9);
 }
 

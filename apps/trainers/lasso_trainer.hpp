@@ -29,6 +29,7 @@
 ///
 /// Each worker's rows are a contiguous range, so its part of column j is a sub-range of the
 /// problem's column j: the workers read the problem's columns in place (no copy of the design).
+#include <strata/core/clock.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -275,7 +276,7 @@ class lasso_program {
       pt.round = applied;
       pt.eval = lasso_eval::of(rss, ry, mg, l1_after_.at(applied - history_first_), lambda_, p_.n);
       pt.nnz = nnz_after_.at(applied - history_first_);
-      pt.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+      pt.elapsed_s = std::chrono::duration<double>(strata::run_clock::now() - t0_).count();
       points_.push_back(pt);
       // Sequential coordinate steps never raise F above F(0) = ‖y‖²/(2n); parallel ones can when
       // the batch is too large for the columns' correlation (Shotgun's limit), and then they blow up.
@@ -299,7 +300,7 @@ class lasso_program {
   }
 
   /// Marks the start of the run (for the points' elapsed_s): the engine calls it with its own start.
-  void start(std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now()) { t0_ = t0; }
+  void start(strata::run_clock::time_point t0 = strata::run_clock::now()) { t0_ = t0; }
   /// Rounds in flight, named when the run diverges.
   void set_depth(std::uint32_t depth) { depth_ = depth; }
   const std::vector<double>& beta() const noexcept { return beta_; }
@@ -517,7 +518,7 @@ class lasso_program {
   mutable std::size_t dense_next_ = 0;
   bool done_ = false;
   std::uint32_t depth_ = 1;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  strata::run_clock::time_point t0_ = strata::run_clock::now();
 };
 
 /// The most rounds in flight: a pipelined push is corrected by the changes of the rounds it missed,

@@ -6,6 +6,7 @@
 /// callback. The recorder sees only the workers of its own process; `run_reducer` then brings
 /// every worker's slots (and a trainer's final partial sums) together through the parameter server
 /// runtime's collectives, so the merged statistics are the same whether the workers share one process or not.
+#include <strata/core/clock.hpp>
 #include <strata/consistency/model.hpp>
 #include <strata/core/error.hpp>
 #include <strata/core/ids.hpp>
@@ -84,7 +85,7 @@ inline task<> snapshot_end(worker& w, worker::stats_mark mark) {
 /// of this process's workers (all workers when the run is in one process).
 class run_recorder {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = strata::run_clock;
 
   /// One worker's part of one iteration.
   struct part {

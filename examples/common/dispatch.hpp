@@ -10,7 +10,9 @@
 /// (--delay / --straggler), tcp (one process per node, started by scripts/launch.sh, mpirun or
 /// srun; the cluster flags of strata::add_cluster_options), delayed<tcp> (tcp with --delay /
 /// --straggler: the latency is added on top of the network's), and, in a build with MPI
-/// (STRATA_HAVE_MPI), mpi (one process per node under mpirun or srun; rank and size are MPI's).
+/// (STRATA_HAVE_MPI), mpi (one process per node under mpirun or srun; rank and size are MPI's), and,
+/// in a build with SimGrid (STRATA_HAVE_SIMGRID), sim (every node in this process, node n on host n
+/// of the simulated cluster --platform FILE; the trainer's times are simulated seconds).
 /// Register the cluster flags with add_cluster_flags(app, opts.cluster_flags); with tcp or mpi,
 /// call resolve() after parsing: it reads the rank and world size (flags, hostfile, the
 /// launcher's environment, or MPI) and sets nodes = world size; --workers stays the worker
@@ -22,6 +24,9 @@
 #include <strata/transport/tcp.hpp>
 #if STRATA_HAVE_MPI
 #include <strata/runtime/mpi_cluster.hpp>
+#endif
+#if STRATA_HAVE_SIMGRID
+#include <strata/sim/simulated.hpp>
 #endif
 
 #include <algorithm>
@@ -40,7 +45,9 @@ struct system_options {
   double value_bound = 1000;         ///< V of VAP (total un-propagated update mass)
   std::uint32_t workers = 4;         ///< worker threads per node
   std::uint32_t nodes = 1;           ///< server shards (in-process nodes; with tcp: the processes)
-  std::string transport = "inproc";  ///< inproc | delayed | tcp | mpi
+  std::string transport = "inproc";  ///< inproc | delayed | tcp | mpi | sim
+  std::string platform;              ///< --platform FILE (sim)
+  std::string sim_cpu = "measured";  ///< --sim-cpu measured | none (sim)
   double delay_us = 0;               ///< --delay: latency per message, µs (selects delayed)
   double jitter_us = -1;             ///< jitter per message, µs (default: delay / 2)
   int straggler = -1;                ///< worker id whose messages are slowed (-1: none)
@@ -70,6 +77,19 @@ struct system_options {
   /// resolved (mpi: also when this build has no MPI, or the process was not started by mpirun).
   void resolve() {
     if (transport == "inproc" && delays()) transport = "delayed";
+    if (transport == "sim") {
+#if STRATA_HAVE_SIMGRID
+      if (platform.empty()) throw std::invalid_argument("--transport sim needs --platform FILE (examples/platforms/*.txt)");
+      if (delays())
+        throw std::invalid_argument("--delay and --straggler do not apply to --transport sim: the platform file says what links "
+                                    "and hosts cost (its straggler lines)");
+#else
+      throw strata::error(strata::errc::bad_input,
+                          "--transport sim: this build has no SimGrid (install libsimgrid-dev, then configure again)");
+#endif
+    } else if (!platform.empty()) {
+      throw std::invalid_argument("--platform applies to --transport sim only");
+    }
     if (is_tcp()) cluster = strata::make_cluster(cluster_flags);
     if (transport == "mpi") {
 #if STRATA_HAVE_MPI
@@ -146,8 +166,15 @@ inline void add_system_flags(CLI::App& app, system_options& so, const std::strin
   app.add_option("--workers", so.workers, "worker threads (per node)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--nodes", so.nodes, "server shards (in-process nodes; with tcp: the processes)")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--transport", so.transport,
-                 "inproc|delayed|tcp|mpi (tcp: one process per node, see scripts/launch.sh; mpi: under mpirun, in a build with MPI)")
-      ->check(CLI::IsMember({"inproc", "delayed", "tcp", "mpi"}))
+                 "inproc|delayed|tcp|mpi|sim (tcp: one process per node, see scripts/launch.sh; mpi: under mpirun, in a build with "
+                 "MPI; sim: --nodes hosts of the simulated cluster --platform, in a build with SimGrid)")
+      ->check(CLI::IsMember({"inproc", "delayed", "tcp", "mpi", "sim"}))
+      ->capture_default_str();
+  app.add_option("--platform", so.platform, "the simulated cluster (--transport sim): a platform file, examples/platforms/*.txt");
+  app.add_option("--sim-cpu", so.sim_cpu,
+                 "--transport sim: what compute costs: measured (each party's CPU time here, scaled by its host's speed) or none "
+                 "(only the network: the same run gives the same times)")
+      ->check(CLI::IsMember({"measured", "none"}))
       ->capture_default_str();
   app.add_option("--delay", so.delay_us, "injected latency per message, microseconds")->check(strata::examples::non_negative)->capture_default_str();
   app.add_option("--jitter", so.jitter_us, "injected jitter per message, microseconds (default delay/2)")->check(strata::examples::non_negative);
@@ -212,13 +239,22 @@ decltype(auto) dispatch(const system_options& o, F&& f) {
       throw std::invalid_argument("transport tcp: call system_options::resolve() after parsing the flags");
     return between_processes(std::type_identity<strata::tcp>{}, o.cluster.tcp_config);
   }
+#if STRATA_HAVE_SIMGRID
+  if (o.transport == "sim") {
+    if (o.platform.empty()) throw std::invalid_argument("transport sim: call system_options::resolve() after parsing the flags");
+    strata::simulated::config c;
+    c.platform = strata::sim::load_platform(o.platform);
+    c.cpu = strata::sim::parse_cpu_charge(o.sim_cpu);
+    return f(std::type_identity<strata::simulated>{}, std::move(c));
+  }
+#endif
 #if STRATA_HAVE_MPI
   if (o.transport == "mpi") {
     if (o.nodes != o.cluster.size) throw std::invalid_argument("transport mpi: call system_options::resolve() after parsing the flags");
     return between_processes(std::type_identity<strata::mpi>{}, o.mpi_config);
   }
 #endif
-  throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp|mpi)");
+  throw std::invalid_argument("unknown transport '" + o.transport + "' (inproc|delayed|tcp|mpi|sim)");
 }
 
 }  // namespace strata::examples

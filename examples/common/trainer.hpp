@@ -20,6 +20,7 @@
 #include "common/metrics.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -186,12 +187,39 @@ bench_rates bench_interleaved(double first, std::uint32_t reps, Again&& again, L
 
 /// Builds the system the flags chose (the transport's type from dispatch; the consistency model
 /// as run-time data, so train is compiled once per transport) and returns train(system).
+/// `mp`: the consistency model (default: the one --consistency names; STRADS trainers, which use
+/// no table, pass model_params{}). Under --transport sim, prints what the simulation cost on stderr.
+template <class F>
+decltype(auto) with_system(const system_options& so, strata::model_params mp, F&& train) {
+  return dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
+    strata::basic_system<T> sys(so.system_config(), mp, std::move(tc));
+#if STRATA_HAVE_SIMGRID
+    if constexpr (std::is_same_v<T, strata::simulated>) {
+      // What the simulation cost, on stderr (stdout stays the trainer's own).
+      const auto t0 = std::chrono::steady_clock::now();
+      struct report {
+        strata::simulated& t;
+        std::chrono::steady_clock::time_point t0;
+        ~report() {
+          const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          const double simulated = t.simulated_seconds();
+          std::fprintf(stderr, "sim: platform %s, %.6f simulated s in %.3f s of wall time (%.1fx), %llu messages, %.1f MB\n",
+                       t.platform().name.c_str(), simulated, wall, simulated > 0 ? wall / simulated : 0.0,
+                       static_cast<unsigned long long>(t.messages()), static_cast<double>(t.bytes_sent()) / 1e6);
+        }
+      } r{sys.transport(), t0};
+      return train(sys);
+    } else {
+      return train(sys);
+    }
+#else
+    return train(sys);
+#endif
+  });
+}
 template <class F>
 decltype(auto) with_system(const system_options& so, F&& train) {
-  return dispatch(so, [&]<class T>(std::type_identity<T>, typename T::config tc) {
-    strata::basic_system<T> sys(so.system_config(), so.model(), std::move(tc));
-    return train(sys);
-  });
+  return with_system(so, so.model(), std::forward<F>(train));
 }
 
 }  // namespace strata::examples

@@ -10,11 +10,15 @@
 //   ps_node --model bsp --clocks 20 --rank 0 --size 3 --base-port 7000      (tcp)
 //   ps_node --model bsp --transport inproc --size 3                           (one process)
 //   mpirun -n 3 ps_node --model bsp --transport mpi                           (MPI)
+//   ps_node --model essp2 --transport sim --platform P.txt --size 16 --wpn 16 (simulated, one process)
 #include <strata/runtime/cluster.hpp>
 #include <strata/strata.hpp>
 #include <strata/transport/tcp.hpp>
 #if STRATA_HAVE_MPI
 #include <strata/runtime/mpi_cluster.hpp>
+#endif
+#if STRATA_HAVE_SIMGRID
+#include <strata/sim/simulated.hpp>
 #endif
 
 #include "../support/ps_plan.hpp"
@@ -33,6 +37,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -54,6 +59,8 @@ struct options {
   int throw_at = -1;    // worker 0 of this process throws at this clock (failed-run test)
   strata::model_name parsed{"bsp", 0};  // from --model: essp2 is {essp, 2}
   bool mpi_init_single = false;  // --mpi-init-single: the program initialises MPI itself with MPI_Init
+  std::string platform;      // --platform FILE (sim)
+  std::string sim_cpu = "none";  // --sim-cpu measured|none (sim)
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::checkpoint_config checkpoint;  // plan: --checkpoint-dir, --checkpoint-every, --resume
   strata::cluster_options cluster;
@@ -142,6 +149,10 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   }
   const auto st = sys.total_stats();
   if (bounded && st.reads > 0 && st.min_clock_staleness.stats().max() > mp.staleness) bad.add("observed staleness above the bound");
+#if STRATA_HAVE_SIMGRID
+  if constexpr (std::is_same_v<Transport, strata::simulated>)
+    std::cout << "SIMULATED seconds=" << sys.transport().simulated_seconds() << " messages=" << sys.transport().messages() << std::endl;
+#endif
   std::cout << rows.str() << "RESULT rank=" << rank << " model=" << mp.describe() << " reads=" << st.reads
             << " max_staleness=" << (st.reads ? st.min_clock_staleness.stats().max() : 0) << " bytes_sent=" << sys.transport().bytes_sent()
             << (bad.count ? " VIOLATIONS" : " ok") << std::endl;
@@ -258,11 +269,28 @@ int dispatch_transport(const options& o) {
     return run_scenario<strata::mpi>(o, mc.size, mc.mpi_config, mc.rank);
   }
 #endif
+#if STRATA_HAVE_SIMGRID
+  if (o.transport == "sim") {
+    strata::simulated::config sc;
+    try {
+      sc.platform = strata::sim::load_platform(o.platform);
+      sc.cpu = strata::sim::parse_cpu_charge(o.sim_cpu);
+      return run_scenario<strata::simulated>(o, o.cluster.size.value_or(1), std::move(sc), 0);
+    } catch (const std::exception& e) {
+      std::cerr << "ERROR: " << e.what() << std::endl;
+      return 1;
+    }
+  }
+#endif
   if (o.transport != "tcp") {
     std::cerr << "ERROR: --transport " << o.transport << ": not one of tcp | inproc"
 #if STRATA_HAVE_MPI
               << " | mpi"
-#else
+#endif
+#if STRATA_HAVE_SIMGRID
+              << " | sim"
+#endif
+#if !STRATA_HAVE_MPI
               << " (this build has no MPI: install libopenmpi-dev and reconfigure)"
 #endif
               << std::endl;
@@ -284,7 +312,9 @@ int main(int argc, char** argv) {
   options o;
   CLI::App app("ps_node: one process of a deterministic strata run (tests of the tcp transport)");
   app.add_option("--model", o.model, "bsp | ssp2 | essp2 | async | vap (a name of strata::visit_consistency, then the staleness)");
-  app.add_option("--transport", o.transport, "tcp | inproc | mpi (under mpirun; when built with MPI)");
+  app.add_option("--transport", o.transport, "tcp | inproc | mpi (under mpirun; when built with MPI) | sim (with SimGrid: --size nodes on --platform)");
+  app.add_option("--platform", o.platform, "sim: the platform file (examples/platforms)");
+  app.add_option("--sim-cpu", o.sim_cpu, "sim: measured | none (what the parties' compute costs)");
   app.add_option("--wpn", o.wpn, "workers per process");
   app.add_option("--clocks", o.clocks, "clocks per worker");
   app.add_option("--rows", o.rows, "rows in the table");

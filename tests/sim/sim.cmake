@@ -8,3 +8,33 @@ if(STRATA_HAVE_SIMGRID)
     set_tests_properties(sim.link.${pf} PROPERTIES TIMEOUT 60 FAIL_REGULAR_EXPRESSION "MISMATCH")
   endforeach()
 endif()
+
+# The real runtime on a simulated cluster (strata::simulated, through ps_node): every consistency
+# model's invariants (staleness bounds, no lost update: ps_node exits 2 on a violation) at 256
+# workers (16 hosts x 16), the runtime scenario (coordinator, app messages, collectives, a second
+# run), the same simulated times and rows from two runs, and a platform too small for the run refused.
+if(STRATA_HAVE_SIMGRID AND TARGET strata_ps_node)
+  find_program(STRATA_BASH bash)
+  set(sim_node $<TARGET_FILE:strata_ps_node> --transport sim --sim-cpu none)
+  set(sim16 --platform ${PROJECT_SOURCE_DIR}/examples/platforms/cluster16_10gbe.txt --size 16)
+  foreach(model bsp ssp2 essp2)
+    add_test(NAME sim.ps.${model}_256 COMMAND ${sim_node} ${sim16} --wpn 16 --model ${model} --clocks 20 --rows 64)
+    set_tests_properties(sim.ps.${model}_256 PROPERTIES TIMEOUT 240 PASS_REGULAR_EXPRESSION "RESULT rank=0 .* ok")
+  endforeach()
+  # vap and async send far more (every inc may flush): fewer clocks.
+  foreach(model vap async)
+    add_test(NAME sim.ps.${model}_256 COMMAND ${sim_node} ${sim16} --wpn 16 --model ${model} --clocks 6 --rows 32)
+    set_tests_properties(sim.ps.${model}_256 PROPERTIES TIMEOUT 240 PASS_REGULAR_EXPRESSION "RESULT rank=0 .* ok")
+  endforeach()
+  add_test(NAME sim.ps.runtime COMMAND ${sim_node} ${sim16} --wpn 4 --scenario runtime)
+  set_tests_properties(sim.ps.runtime PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "RESULT rank=0 scenario=runtime runs=2 ok")
+  add_test(NAME sim.ps.deterministic
+           COMMAND ${STRATA_BASH} ${CMAKE_CURRENT_LIST_DIR}/deterministic.sh $<TARGET_FILE:strata_ps_node> --transport sim --sim-cpu none
+                   --platform ${PROJECT_SOURCE_DIR}/examples/platforms/cluster16_stragglers.txt --size 16 --wpn 4 --model essp2 --clocks 10)
+  set_tests_properties(sim.ps.deterministic PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "MATCH [(]")
+  add_test(NAME sim.ps.worker_error COMMAND ${sim_node} ${sim16} --wpn 2 --model bsp --throw-at 3)
+  set_tests_properties(sim.ps.worker_error PROPERTIES TIMEOUT 60 PASS_REGULAR_EXPRESSION "ERROR: worker [0-9]+ failed on purpose at clock 3")
+  add_test(NAME sim.ps.too_few_hosts COMMAND ${sim_node} --platform ${PROJECT_SOURCE_DIR}/examples/platforms/this_machine.txt --size 4)
+  set_tests_properties(sim.ps.too_few_hosts PROPERTIES TIMEOUT 60
+                       PASS_REGULAR_EXPRESSION "ERROR: platform this-machine: it has 1 hosts, fewer than the run's 4 processes")
+endif()

@@ -1,6 +1,7 @@
 #pragma once
 /// \file The word-rotation LDA trainer's STRADS program (apps/trainers/lda_rotation.hpp says what it
 /// does); only apps/src/lda_rotation.cpp includes it.
+#include <strata/core/clock.hpp>
 #include <trainers/lda_rotation.hpp>
 
 #include <strata/core/error.hpp>
@@ -182,7 +183,7 @@ class lda_rotation_program {
   /// Rounds of the run (iterations × B).
   std::uint64_t rounds() const noexcept { return rounds_; }
   /// Marks the start of the run (the records' elapsed_s).
-  void start() { t0_ = std::chrono::steady_clock::now(); }
+  void start() { t0_ = strata::run_clock::now(); }
   /// Called on the coordinator's thread after each evaluated pull (the trainer's progress).
   std::function<void(const iteration_stats&)> on_iteration;
 
@@ -554,7 +555,7 @@ class lda_rotation_program {
   // The worker's LL parts after its sampling at the last sub-round of a sweep; at the last round
   // also its share of the invariant checks.
   void evaluate(worker_state& s, std::uint32_t b, bool last, partial_type& out) const {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = strata::run_clock::now();
     const std::uint32_t K = o_.topics;
     out.evaluated = true;
     for (std::size_t i = 0; i < s.docs.size(); ++i) out.ll += s.nd.loglik(doc_topics(s, i), lp_);
@@ -580,7 +581,7 @@ class lda_rotation_program {
           }
       if (out.error.empty()) out.error = s.error;
     }
-    out.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.eval_s = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   }
 
   void record(const sched::plan& pl, const std::vector<partial_type>& parts) {
@@ -590,7 +591,7 @@ class lda_rotation_program {
     eval_s_ += eval;
     iteration_stats r;
     r.iteration = static_cast<std::uint32_t>((pl.round + 1) / B_);
-    r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() - eval_s_;
+    r.elapsed_s = std::chrono::duration<double>(strata::run_clock::now() - t0_).count() - eval_s_;
     r.objective = r.metric = ll;
     r.metric_name = "loglik";
     iters_.push_back(r);
@@ -646,7 +647,7 @@ class lda_rotation_program {
   double ll0_ = 0, eval_s_ = 0, final_ll_ = 0;
   std::string final_error_;
   bool checked_ = false;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  strata::run_clock::time_point t0_ = strata::run_clock::now();
 };
 
 }  // namespace strata::ml

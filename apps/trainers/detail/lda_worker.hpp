@@ -3,6 +3,7 @@
 /// sweeps (exact SparseLDA against local word rows, the same against rows read per (document,
 /// word) pair under a value bound, or Metropolis–Hastings), the evaluation, and the final checks
 /// and sums, over what detail::lda_training sets up.
+#include <strata/core/clock.hpp>
 #include <strata/ml/alias_table.hpp>
 #include <strata/ml/lda.hpp>
 #include <strata/runtime/worker.hpp>
@@ -189,7 +190,7 @@ class lda_worker {
   /// LL parts of the current state (this worker's share), charged as evaluation time.
   /// With `snapshot` (run_options::eval_every), of the true model: a consistent snapshot of the tables.
   task<> evaluate(std::uint32_t it, bool snapshot) {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = strata::run_clock::now();
     worker::stats_mark mark;
     if (snapshot) {
       mark = co_await snapshot_begin(w_);
@@ -210,7 +211,7 @@ class lda_worker {
     if (p_ == 0) ll += lda_topic_loglik(nk_, t_.lp);
     rec_.add_values(p_, it - t_.base, ll, ll);
     if (snapshot) co_await snapshot_end(w_, mark);
-    rec_.charge_eval(p_, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    rec_.charge_eval(p_, std::chrono::duration<double>(strata::run_clock::now() - t0).count());
   }
   /// The record of the state before sweep `it` (iteration it − 1).
   task<> record_before(std::uint32_t it) {

@@ -1,6 +1,7 @@
 #pragma once
 /// \file The CCD++ MF trainer's STRADS program (apps/trainers/mf_ccd.hpp says what it does); only
 /// apps/src/mf_ccd.cpp includes it.
+#include <strata/core/clock.hpp>
 #include <trainers/mf_ccd.hpp>
 
 #include <strata/core/error.hpp>
@@ -111,7 +112,7 @@ class mf_ccd_program {
   std::uint32_t vars() const noexcept { return C_ * o_.inner; }
   /// Rounds of the run: iterations × C × inner, plus the final evaluation.
   std::uint64_t rounds() const noexcept { return rounds_; }
-  void start() { t0_ = last_pull_ = std::chrono::steady_clock::now(); }
+  void start() { t0_ = last_pull_ = strata::run_clock::now(); }
   /// Called on the coordinator's thread with every iteration's record.
   std::function<void(const iteration_stats&)> on_iteration;
 
@@ -165,7 +166,7 @@ class mf_ccd_program {
   }
 
   update_type pull(const sched::plan& pl, std::vector<partial_type>& parts) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = strata::run_clock::now();
     if (parts.front().evaluated) record(pl, parts);
     update_type u;
     u.column = none;
@@ -241,7 +242,7 @@ class mf_ccd_program {
   }
 
   void evaluate(const worker_state& s, partial_type& out, bool final) const {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = strata::run_clock::now();
     out.evaluated = true;
     for (double d : s.et) out.test_se += d * d;
     if (final) {  // once, O(test ratings × C): the kept residuals checked against the factors
@@ -258,7 +259,7 @@ class mf_ccd_program {
     for (std::uint32_t c = 0; c < C_; ++c)
       if (c != 1)
         for (std::size_t l = 0; l < n; ++l) out.loss += user_lambda(s, l) * s.W[c * n + l] * s.W[c * n + l];
-    out.eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    out.eval_s = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   }
 
   void record(const sched::plan& pl, const std::vector<partial_type>& parts) {
@@ -289,7 +290,7 @@ class mf_ccd_program {
   std::vector<iteration_stats> iters_;
   std::uint64_t updates_ = 0;
   double eval_s_ = 0, final_rmse_recomputed_ = 0;
-  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now(), last_pull_ = t0_;
+  strata::run_clock::time_point t0_ = strata::run_clock::now(), last_pull_ = t0_;
 };
 
 }  // namespace strata::ml

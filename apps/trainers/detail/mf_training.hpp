@@ -3,6 +3,7 @@
 /// algorithm): the per-block kernels, a worker's state kept across segments (mf_worker_state), what
 /// every worker shares (mf_training: sizes, partition, tables, initial values, built before the
 /// clock starts), one worker's program in one segment (mf_worker), and one segment's run.
+#include <strata/core/clock.hpp>
 #include <cereal/archives/portable_binary.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/utility.hpp>
@@ -301,10 +302,10 @@ struct mf_training {
   /// clocks, where its cost varied from run to run and with the number of workers. Returns the
   /// seconds it took (mf_run::setup_seconds).
   double make_local_states() {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = strata::run_clock::now();
     const run_reducer where(sys, 0, 0);
     for (worker_id p = where.first_local(); p < where.first_local() + where.local_workers(); ++p) states[p] = make_state(p);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   }
   std::unique_ptr<mf_worker_state> make_state(worker_id p) const {
     auto st = std::make_unique<mf_worker_state>();

@@ -1,6 +1,7 @@
 #pragma once
 /// \file One worker's program in one segment of train_mf_segments (trainers/mf_trainer.hpp): its
 /// reads, SGD passes, evaluation and pushes, over what detail::mf_training sets up.
+#include <strata/core/clock.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/mf.hpp>
 #include <strata/runtime/worker.hpp>
@@ -53,7 +54,7 @@ class mf_worker {
   bool w_read_ = false;     // its W blocks are read (once per segment)
   volatile float sink_ = 0;  // work_repeat's extra products
 
-  using clock = std::chrono::steady_clock;
+  using clock = strata::run_clock;
   static double since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
   double test_count() const { return static_cast<double>(my_test_.size()); }
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include <strata/core/clock.hpp>
 #include <strata/core/error.hpp>
 #include <strata/core/ids.hpp>
 #include <strata/wire/app.hpp>
@@ -127,9 +128,7 @@ class actor {
   double wait_seconds() const noexcept { return wait_s_; }
 
  protected:
-  static double clock_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  }
+  static double clock_now() { return run_clock::seconds(); }
   /// Parks coroutine `h` until `ready()` holds; checked at every `wake`.
   [[gnu::noinline]] void suspend(std::coroutine_handle<> h, std::function<bool()> ready) {
     ++turn_;

@@ -22,6 +22,7 @@
 /// of a process run concurrently, so per-worker state must be per worker), `pull`, `changes`,
 /// `dependency` and `done` on the coordinator's (node 0's process). Runs on every transport:
 /// the messages are app messages (runtime/actor.hpp).
+#include <strata/core/clock.hpp>
 #include <chrono>
 #include <cstdint>
 #include <algorithm>
@@ -169,7 +170,7 @@ result run(system_base& sys, P& prog, S&& sched, const options& o) {
   };
 
   auto coordinator_program = [&](coordinator& c) -> task<> {
-    const auto t0 = std::chrono::steady_clock::now();
+    const auto t0 = strata::run_clock::now();
     if constexpr (requires { prog.start(t0); }) prog.start(t0);  // the program's clock: the same start
     context cx;
     cx.vars = prog.vars();
@@ -241,7 +242,7 @@ result run(system_base& sys, P& prog, S&& sched, const options& o) {
       }
       round_record rec;
       rec.round = cur.round;
-      rec.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      rec.elapsed_s = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
       rec.vars = static_cast<std::uint32_t>(cur.vars.size());
       rec.evaluated = cur.evaluate;
       res.record(rec, o.max_records);
@@ -256,7 +257,7 @@ result run(system_base& sys, P& prog, S&& sched, const options& o) {
       msg.stop = inflight.empty();
       c.broadcast(msg);
     }
-    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    res.seconds = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   };
 
   sys.run(worker_program, coordinator_program);

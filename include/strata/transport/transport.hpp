@@ -12,7 +12,30 @@
 #include <strata/core/ids.hpp>
 #include <strata/wire/messages.hpp>
 
+namespace asio {
+class io_context;
+}
+
 namespace strata {
+
+/// How a run's parties (shards, workers, the coordinator) are run. By default each runs its
+/// io_context on a thread of its own; a transport that simulates a cluster (sim/simulated.hpp) runs
+/// them itself instead, as actors of its simulation in simulated time, and hands the runtime one
+/// of these (`any_transport::runner`). The runtime then calls the parties' code only from inside
+/// `run_until`, or from its own thread while `run_until` is not running.
+class party_runner {
+ public:
+  virtual ~party_runner() = default;
+  /// The party reached at `at` runs the handlers posted to `ctx` (its messages, its coroutines'
+  /// resumptions); registered once, before the first `run_until`.
+  virtual void add(endpoint at, asio::io_context& ctx) = 0;
+  /// Runs the parties until `done()` holds; `done` is asked after a handler that called `poke`.
+  /// Throws strata::error when the parties can no longer make progress before `done()` holds
+  /// (every one of them waits for a message that none will send).
+  virtual void run_until(const std::function<bool()>& done) = 0;
+  /// What `done` reads may have changed (called from a party's handler).
+  virtual void poke() noexcept = 0;
+};
 
 /// Called by a transport when a message for a local endpoint arrives (on any thread).
 using deliver_fn = std::function<void(endpoint src, wire::message&& msg)>;
@@ -59,6 +82,8 @@ class any_transport {
   virtual bool abort(const std::string& reason) = 0;
   virtual bool is_local(node_id n) const = 0;
   virtual std::uint64_t bytes_sent() const = 0;
+  /// The transport's party_runner when it runs the parties itself (sim); nullptr: each party gets a thread.
+  virtual party_runner* runner() noexcept = 0;
 };
 
 /// Transport T as an any_transport. Its members are defined outside the class, so that an
@@ -81,6 +106,7 @@ class transport_model final : public any_transport {
   bool abort(const std::string& reason) override;
   bool is_local(node_id n) const override;
   std::uint64_t bytes_sent() const override;
+  party_runner* runner() noexcept override;
 
  private:
   T t_;
@@ -124,6 +150,12 @@ bool transport_model<T>::is_local(node_id n) const {
 template <class T>
 std::uint64_t transport_model<T>::bytes_sent() const {
   return t_.bytes_sent();
+}
+
+template <class T>
+party_runner* transport_model<T>::runner() noexcept {
+  if constexpr (requires { { t_.runner() } -> std::convertible_to<party_runner*>; }) return t_.runner();
+  else return nullptr;
 }
 
 namespace detail {

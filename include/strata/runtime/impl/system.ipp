@@ -34,8 +34,12 @@ namespace detail {
 class system_impl {
  public:
   system_impl(system_config cfg, model_params mp, std::unique_ptr<any_transport> t)
-      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(mp), owned_transport_(std::move(t)), transport_(*owned_transport_) {
+      : cfg_(cfg), wm_{cfg.nodes, cfg.workers_per_node}, mp_(mp), owned_transport_(std::move(t)), transport_(*owned_transport_),
+        runner_(transport_.runner()) {
     if (cfg.nodes == 0 || cfg.workers_per_node == 0) throw error(errc::bad_input, "system needs >= 1 node and worker");
+    // A runner (sim) runs every party as its own actor: a message to a shard is the shard's to
+    // handle, on its own host, never a worker's call under the shard's lock.
+    if (runner_) cfg_.local_shard_calls = false;
   }
   system_impl(const system_impl&) = delete;
   system_impl& operator=(const system_impl&) = delete;
@@ -294,7 +298,9 @@ class system_impl {
   /// Runs `f` on the thread of `ctx` and returns its result (that thread owns the state f reads).
   template <class F>
   auto on_thread(asio::io_context& ctx, F&& f) -> decltype(f()) {
-    if (stopped_) return f();  // the threads are gone (a failed run): nothing else touches the state
+    // The threads are gone (a failed run), or there are none (a runner runs the parties, and not now):
+    // nothing else touches the state.
+    if (stopped_ || runner_) return f();
     using R = decltype(f());
     std::promise<R> p;
     auto fut = p.get_future();
@@ -368,8 +374,12 @@ class system_impl {
     std::lock_guard lk(mu_);
     ++progress_;
     cv_.notify_all();
+    if (runner_) runner_->poke();
   }
+  /// Waits until every local party has finished the run (or one failed). With a runner: runs the
+  /// parties until then.
   void wait_until_finished() {
+    if (runner_) return run_parties_until([this] { return all_finished(); });
     std::unique_lock lk(mu_);
     for (;;) {
       if (error_) return;
@@ -381,6 +391,25 @@ class system_impl {
       if (done || error_) return;
       cv_.wait(lk, [&] { return progress_ != seen || error_; });
     }
+  }
+  /// With a runner: runs the parties until `ready()` holds or one failed; a run that cannot go on
+  /// (every party waits) is this run's error.
+  template <class F>
+  void run_parties_until(F&& ready) {
+    try {
+      runner_->run_until([&] { return has_error() || ready(); });
+    } catch (...) {
+      record_error(std::current_exception());
+    }
+  }
+  /// Whether every local party has finished the run: read on the calling thread (a runner's parties
+  /// are not running, or this is one of their handlers).
+  bool all_finished() {
+    for (auto& ws : workers_)
+      if (!ws->done()) return false;
+    for (auto& s : servers_)
+      if (party_access::runs_finished(*s->shard) < runs_ || !party_access::checkpoints_settled(*s->shard)) return false;
+    return !coord_ || coord_->done();
   }
   bool all_on_threads() {
     const int parties = static_cast<int>(workers_.size() + servers_.size() + (coord_ ? 1 : 0));
@@ -425,6 +454,7 @@ class system_impl {
   model_params mp_;
   std::unique_ptr<any_transport> owned_transport_;
   any_transport& transport_;
+  party_runner* runner_;  // the transport's, when it runs the parties (sim); null: a thread per party
   std::vector<table_info> tables_;
   std::vector<std::function<std::unique_ptr<server_table_base>()>> server_factories_;
   std::vector<std::function<void(worker&)>> worker_setup_;

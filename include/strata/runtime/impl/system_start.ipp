@@ -24,13 +24,18 @@ inline void system_impl::restart() {
   for (auto& ws : workers_) on_thread(ws->ctx, [&] { ws->reset(); return 0; });
   if (coord_) on_thread(coord_->ctx, [&] { coord_->reset(); return 0; });
   for (auto& s : servers_) transport_.send(endpoint{s->node, 0}, wm_.shard(0), wire::run_start{s->node, runs_ - 1});
+  auto started = [this] {
+    bool all = true;
+    for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return party_access::started_run(*s->shard) >= runs_ - 1; });
+    return all;
+  };
+  if (runner_) run_parties_until(started);
   std::unique_lock lk(mu_);
   for (;;) {
     if (error_) break;
     const auto seen = progress_;
     lk.unlock();
-    bool all = true;
-    for (auto& s : servers_) all = all && on_shard_thread(*s, [&] { return party_access::started_run(*s->shard) >= runs_ - 1; });
+    const bool all = started();
     lk.lock();
     if (all || error_) break;
     cv_.wait(lk, [&] { return progress_ != seen || error_; });
@@ -84,6 +89,12 @@ inline void system_impl::start() {
     progress();
   });
   transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
+  if (runner_) {  // the runner runs every party (as an actor of its simulation): no threads
+    for (auto& s : servers_) runner_->add(endpoint{s->node, 0}, s->ctx);
+    for (auto& w : workers_) runner_->add(wm_.of(w->p->id()), w->ctx);
+    if (coord_) runner_->add(wm_.coordinator(), coord_->ctx);
+    return;
+  }
   // Huge-page heaps (system_config::huge_page_heap) for the threads that take memory: every worker
   // thread at its start, a shard thread when it first handles a message itself (with local shard
   // calls and every node in this process it may never: the workers run the shard's code), not the

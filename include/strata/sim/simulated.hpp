@@ -123,7 +123,9 @@ class simulated : public party_runner {
     sim::cpu_charge cpu = sim::cpu_charge::measured;    ///< what a party's compute costs
   };
 
-  explicit simulated(config c) : cfg_(std::move(c)), world_(&sim::world::of(cfg_.platform)) {}
+  explicit simulated(config c) : cfg_(std::move(c)), world_(&sim::world::of(cfg_.platform)) {
+    set_run_clock_source(&simulated::now_seconds);
+  }
   simulated(const simulated&) = delete;
   simulated& operator=(const simulated&) = delete;
   ~simulated() override = default;
@@ -165,6 +167,7 @@ class simulated : public party_runner {
     poked_ = false;
     error_ = nullptr;
     const double t0 = s4u::Engine::get_clock();
+    active() = this;
     ctl_ = s4u::Semaphore::create(0);
     for (auto& p : parties_) {
       party* pp = p.get();
@@ -180,6 +183,7 @@ class simulated : public party_runner {
       while (in_flight_ > 0) s4u::this_actor::sleep_for(1e-6);
     });
     world_->engine().run();
+    active() = nullptr;
     for (auto& p : parties_) {
       p->actor = nullptr;
       p->bell = nullptr;
@@ -222,6 +226,23 @@ class simulated : public party_runner {
     std::map<std::pair<std::uint64_t, std::uint64_t>, std::unique_ptr<envelope>> held;  // (source, seq): arrived early
   };
 
+  /// The simulation that runs now (one at a time: one engine per process).
+  static simulated*& active() noexcept {
+    static simulated* a = nullptr;
+    return a;
+  }
+  /// run_clock's source: the simulated clock, and inside a handler the CPU time it and the party's
+  /// uncharged handlers before it have taken so far, at its host's speed (as if its cores were its
+  /// own: the charge, later, also waits for cores that other parties hold).
+  static double now_seconds() {
+    const double t = simgrid::s4u::Engine::get_clock();
+    const simulated* s = active();
+    if (!s || !s->current_) return t;
+    const party& p = *s->current_;
+    double cpu = p.cpu_s;
+    if (s->cfg_.cpu == sim::cpu_charge::measured) cpu += thread_cpu_seconds() - s->handler_cpu0_;
+    return t + cpu * sim::world::reference_flops / p.host->get_speed();
+  }
   static std::uint64_t key(endpoint e) noexcept { return (std::uint64_t{e.node} << 32) | e.slot; }
   static std::string actor_name(endpoint e) { return "n" + std::to_string(e.node) + "." + std::to_string(e.slot); }
   static double thread_cpu_seconds() noexcept {
@@ -252,20 +273,29 @@ class simulated : public party_runner {
       p.bell->acquire();
     }
   }
-  /// Runs p's ready handlers one by one, measuring their CPU time and sending after each; true
-  /// when it ran any.
+  /// Runs p's ready handlers one by one, and sends what they sent after each that sent any; true
+  /// when it ran any. The CPU time they take is read from the thread's clock when they send and
+  /// when they run out (a system call: not around every handler, some take a microsecond).
   bool run_handlers(party& p) {
     const bool measure = cfg_.cpu == sim::cpu_charge::measured;
-    for (bool any = false;;) {
+    bool any = false, measured = false;
+    current_ = &p;
+    handler_cpu0_ = measure ? thread_cpu_seconds() : 0;
+    for (;;) {
       std::size_t ran = 0;
-      current_ = &p;
-      const double c0 = measure ? thread_cpu_seconds() : 0;
       try {
         ran = p.ctx->poll_one();
       } catch (...) {
         fail(std::current_exception());
       }
-      if (measure) p.cpu_s += thread_cpu_seconds() - c0;
+      if (ran > 0) {
+        any = measured = true;
+        if (p.outbox.empty() && !poked_) continue;
+      }
+      // Only handlers' time: a round that ran none adds nothing (else the party's loop would charge
+      // its own polling, and poll again, for ever).
+      if (measure && measured) p.cpu_s += thread_cpu_seconds() - handler_cpu0_;
+      measured = false;
       current_ = nullptr;
       if (!p.outbox.empty()) flush(p);
       if (poked_ && !finished_) {
@@ -273,7 +303,8 @@ class simulated : public party_runner {
         if ((*done_)()) finish();
       }
       if (ran == 0) return any;
-      any = true;
+      current_ = &p;  // the flush let other actors run: measure from here
+      handler_cpu0_ = measure ? thread_cpu_seconds() : 0;
     }
   }
   void fail(std::exception_ptr e) {
@@ -429,6 +460,7 @@ class simulated : public party_runner {
   std::vector<std::unique_ptr<party>> parties_;
   std::unordered_map<std::uint64_t, party*> index_;
   party* current_ = nullptr;  // the party whose handler runs
+  double handler_cpu0_ = 0;   // the thread's CPU time when it started
   const std::function<bool()>* done_ = nullptr;
   bool finished_ = false, poked_ = false;
   std::exception_ptr error_;

@@ -90,6 +90,8 @@ inline void system_impl::start() {
   });
   transport_.start(run_shape{wm_.nodes, wm_.per_node, signature()});
   if (runner_) {  // the runner runs every party (as an actor of its simulation): no threads
+    // Its actors run on this thread: its heap takes huge pages as the worker threads' would.
+    if (cfg_.huge_page_heap) advise_heap_once();
     for (auto& s : servers_) runner_->add(endpoint{s->node, 0}, s->ctx);
     for (auto& w : workers_) runner_->add(wm_.of(w->p->id()), w->ctx);
     if (coord_) runner_->add(wm_.coordinator(), coord_->ctx);

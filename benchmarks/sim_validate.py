@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The simulated cluster against real runs (issue 39): the same trainer, data, flags and seed run
+for real in one process (inproc, W worker threads on this machine's cores) and on the simulated
+platform of this machine (--transport sim --platform examples/platforms/this_machine.txt, CPU time
+measured), interleaved, 3 seeds each. Per configuration it reports the measured and the predicted
+time per iteration (the trainer's training seconds / iterations) and time to target (the first
+iteration whose objective reaches the target, read from the trace's elapsed_s), the error of the
+simulation, and the seed-to-seed spread of the real runs (the noise floor).
+
+  python3 benchmarks/sim_validate.py --build build [--reps 3] [--trainers mf,lda] [--out DIR]
+
+Objectives are the workers' own (--eval-every 0) on both sides: the comparison is of times, and
+both sides run the same program on the same data.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GEN = os.path.join(os.path.expanduser("~"), ".cache", "strata", "gen")
+
+
+def trainers(a):
+    mf_data = os.path.join(GEN, "mf-10m-s1")
+    lda_data = os.path.join(GEN, "lda-10m-s1")
+    gen = os.path.join(a.build, "examples", "strata_gen")
+    out = {}
+    if "mf" in a.trainers:
+        subprocess.run([gen, "mf", "--size", "10m", "--out", mf_data], check=True, stdout=subprocess.DEVNULL)
+        out["mf"] = dict(exe="strata_mf", args=["--data", mf_data, "--rank", "32", "--iterations", str(a.mf_iterations),
+                                                "--clocks-per-epoch", "1", "--user-order"], field="rmse", lower=True)
+    if "lda" in a.trainers:
+        subprocess.run([gen, "lda", "--size", "10m", "--out", lda_data], check=True, stdout=subprocess.DEVNULL)
+        out["lda"] = dict(exe="strata_lda", args=["--data", os.path.join(lda_data, "docword.10m.txt"), "--topics", "100",
+                                                  "--iterations", str(a.lda_iterations)], field="objective", lower=False)
+    return out
+
+
+def run(a, t, workers, consistency, seed, sim, tag):
+    metrics = os.path.join(a.out, f"{tag}.jsonl")
+    cmd = [os.path.join(a.build, "examples", t["exe"]), *t["args"], "--workers", str(workers), "--consistency", consistency,
+           "--seed", str(seed), "--quiet", "--metrics", metrics]
+    if sim:
+        cmd += ["--transport", "sim", "--platform", os.path.join(ROOT, "examples", "platforms", "this_machine.txt")]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}")
+    summary = [l for l in p.stdout.splitlines() if " summary: " in l][-1]
+    fields = dict(kv.split("=", 1) for kv in summary.split() if "=" in kv)
+    with open(metrics) as f:
+        lines = [json.loads(l) for l in f][1:]
+    iters = [l for l in lines if "iteration" in l]
+    sim_line = [l for l in p.stderr.splitlines() if l.startswith("sim: ")]
+    return dict(seconds=float(fields["seconds"]), iterations=len(iters), wall=wall,
+                trace=[(l["elapsed_s"], l.get(t["field"])) for l in iters], sim=sim_line[0] if sim_line else "")
+
+
+def time_to(trace, target, lower):
+    for elapsed, v in trace:
+        if v is not None and (v <= target if lower else v >= target):
+            return elapsed
+    return float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--trainers", default="mf,lda")
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--consistency", default="bsp,essp")
+    ap.add_argument("--mf-iterations", type=int, default=6)
+    ap.add_argument("--lda-iterations", type=int, default=6)
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "sim", "validate"))
+    a = ap.parse_args()
+    a.trainers = a.trainers.split(",")
+    os.makedirs(a.out, exist_ok=True)
+    rows = []
+    for name, t in trainers(a).items():
+        for consistency in a.consistency.split(","):
+            for w in (int(x) for x in a.workers.split(",")):
+                real, sim = [], []
+                for seed in range(1, a.reps + 1):  # interleaved: real, sim, real, sim, ...
+                    real.append(run(a, t, w, consistency, seed, False, f"{name}-{consistency}-w{w}-s{seed}-real"))
+                    sim.append(run(a, t, w, consistency, seed, True, f"{name}-{consistency}-w{w}-s{seed}-sim"))
+                # Target: what every real run reached by its middle iteration, the worst of them.
+                mid = [r["trace"][len(r["trace"]) // 2][1] for r in real]
+                target = max(mid) if t["lower"] else min(mid)
+                per_it = lambda r: r["seconds"] / r["iterations"]
+                m_it, p_it = [per_it(r) for r in real], [per_it(r) for r in sim]
+                m_tt, p_tt = [time_to(r["trace"], target, t["lower"]) for r in real], [time_to(r["trace"], target, t["lower"]) for r in sim]
+                med = statistics.median
+                row = dict(trainer=name, consistency=consistency, workers=w, target=target,
+                           measured_s_per_it=m_it, predicted_s_per_it=p_it,
+                           it_error=(med(p_it) - med(m_it)) / med(m_it),
+                           it_noise=(max(m_it) - min(m_it)) / med(m_it),
+                           measured_tt=m_tt, predicted_tt=p_tt,
+                           tt_error=(med(p_tt) - med(m_tt)) / med(m_tt),
+                           tt_noise=(max(m_tt) - min(m_tt)) / med(m_tt),
+                           sim_wall=[r["wall"] for r in sim], real_wall=[r["wall"] for r in real], sim=sim[-1]["sim"])
+                rows.append(row)
+                print(f"{name} {consistency} w={w}: s/it measured {med(m_it):.4f} (spread {row['it_noise']:.1%}) "
+                      f"predicted {med(p_it):.4f} error {row['it_error']:+.1%}; to target {target:.4g}: measured {med(m_tt):.3f} s "
+                      f"(spread {row['tt_noise']:.1%}) predicted {med(p_tt):.3f} s error {row['tt_error']:+.1%}", flush=True)
+    with open(os.path.join(a.out, "validate.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    errs = sorted(abs(r["it_error"]) for r in rows) + sorted(abs(r["tt_error"]) for r in rows)
+    print(f"all: median |error| {statistics.median(errs):.1%}, max {max(errs):.1%} over {len(errs)} figures")
+
+
+if __name__ == "__main__":
+    main()

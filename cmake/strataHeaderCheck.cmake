@@ -32,7 +32,7 @@ function(strata_add_header_check)
     list(FILTER headers EXCLUDE REGEX "^strata/(transport/mpi|transport/mpi_world|runtime/mpi_cluster)[.]hpp$")
   endif()
   if(NOT STRATA_HAVE_SIMGRID)  # needs <simgrid/s4u.hpp>
-    list(FILTER headers EXCLUDE REGEX "^strata/sim/simgrid_platform[.]hpp$")
+    list(FILTER headers EXCLUDE REGEX "^strata/sim/(simgrid_platform|simulated)[.]hpp$")
   endif()
   list(SORT headers)
   list(SORT app_headers)

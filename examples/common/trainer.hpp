@@ -201,6 +201,7 @@ decltype(auto) with_system(const system_options& so, strata::model_params mp, F&
         strata::simulated& t;
         std::chrono::steady_clock::time_point t0;
         ~report() {
+          if (std::uncaught_exceptions() > 0) return;  // the run failed: its error says what happened
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const double simulated = t.simulated_seconds();
           std::fprintf(stderr, "sim: platform %s, %.6f simulated s in %.3f s of wall time (%.1fx), %llu messages, %.1f MB\n",

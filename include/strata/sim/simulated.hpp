@@ -6,8 +6,8 @@
 /// - every message travels from the sender's host to the receiver's as SimGrid communications
 ///   over the platform's links, sharing their bandwidth with the others in flight: through one
 ///   channel per pair of hosts (as tcp has one connection per pair of processes), in order, up to
-///   4 transfers at a time, each carrying what was queued when it left (payload bytes + 32 per
-///   message);
+///   4 transfers at a time (fewer where the process runs out of memory mappings for their actors'
+///   stacks), each carrying what was queued when it left (payload bytes + 32 per message);
 /// - the CPU time a party's handlers take on this machine (`cpu_charge::measured`) is charged to
 ///   its host as an execution of seconds x reference flop rate before its next send and before it
 ///   waits, so a host of speed factor f runs it in 1/f of the time, and a host's cores are shared
@@ -28,6 +28,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -371,6 +372,22 @@ class simulated : public party_runner {
     std::uint32_t lanes = 0;
   };
   static constexpr std::uint32_t lanes_per_channel = 4;
+  /// Lanes beyond each channel's first while the process has room for their actors: an actor's
+  /// stack and its guard page are two of the kernel's memory mappings, of which a process may have
+  /// vm.max_map_count (65,530 by default; SimGrid aborts past it). 1,024 workers on 64 hosts reached it.
+  std::size_t lane_budget() const {
+    static const std::size_t max_maps = [] {
+      std::size_t n = 65530;
+      if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+        unsigned long v = 0;
+        if (std::fscanf(f, "%lu", &v) == 1 && v > 0) n = v;
+        std::fclose(f);
+      }
+      return n;
+    }();
+    const std::size_t reserve = 8192 + 2 * 2 * parties_.size();  // the program's own, and the parties' actors
+    return max_maps > reserve ? (max_maps - reserve) / 4 : 0;
+  }
   channel& channel_of(simgrid::s4u::Host* from, simgrid::s4u::Host* to) {
     auto& ch = channels_[{from, to}];
     if (!ch) {
@@ -388,7 +405,7 @@ class simulated : public party_runner {
     if (!ch.idle.empty()) {
       l = ch.idle.back();
       ch.idle.pop_back();
-    } else if (ch.lanes < lanes_per_channel) {
+    } else if (ch.lanes == 0 || (ch.lanes < lanes_per_channel && lanes_.size() < lane_budget())) {
       ++ch.lanes;
       lanes_.push_back(std::make_unique<lane>());
       l = lanes_.back().get();

@@ -63,6 +63,7 @@ using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway
 struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
   double optimum = std::numeric_limits<double>::quiet_NaN();  // f* of the followed quantity (NaN: estimate)
+  std::string platform, sim_cpu = "measured";  // --platform: probes on a simulated cluster (--transport sim)
   double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
   std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
@@ -102,6 +103,11 @@ struct workload {
     so.delay_us = f->delay_us;
     so.value_bound = f->trainer == "mf" ? 1000 : 20000;
     so.seed = f->seed;
+    if (!f->platform.empty()) {  // the probes' workers on host 0 of the simulated cluster; simulated times
+      so.transport = "sim";
+      so.platform = f->platform;
+      so.sim_cpu = f->sim_cpu;
+    }
     so.resolve();
     auto cfg = ex::run_config(so, f->trainer, iterations);
     cfg.set("scale", p.scale).set("cores", p.cores);
@@ -182,6 +188,13 @@ int main(int argc, char** argv) {
                  "(default: ~/.cache/strata, lasso: spam.libsvm)");
   app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->capture_default_str();
   app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->capture_default_str();
+  app.add_option("--platform", f.platform,
+                 "run the probes on a simulated cluster (--transport sim; a platform file, examples/platforms/*.txt): their "
+                 "workers on its host 0, their times simulated")
+      ->check(CLI::ExistingFile);
+  app.add_option("--sim-cpu", f.sim_cpu, "with --platform: measured | none (what compute costs)")
+      ->check(CLI::IsMember({"measured", "none"}))
+      ->capture_default_str();
   app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
   app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();
   app.add_option("--fractions", f.fractions, "data fractions the probes may use")->capture_default_str();

@@ -208,7 +208,6 @@ class simulated : public party_runner {
   const sim::platform& platform() const noexcept { return cfg_.platform; }
 
  private:
-
   struct envelope {
     endpoint src, dst;
     std::uint64_t seq;

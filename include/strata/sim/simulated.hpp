@@ -26,6 +26,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +44,7 @@
 #include <strata/core/error.hpp>
 #include <strata/sim/platform.hpp>
 #include <strata/sim/simgrid_platform.hpp>
+#include <strata/transport/inproc.hpp>
 #include <strata/transport/transport.hpp>
 
 namespace strata {
@@ -131,7 +133,7 @@ class simulated : public party_runner {
   simulated& operator=(const simulated&) = delete;
   ~simulated() override = default;
 
-  void bind(endpoint e, deliver_fn d) { routes_[key(e)] = std::move(d); }
+  void bind(endpoint e, deliver_fn d) { local_.bind(e, std::move(d)); }
   void on_fatal(fatal_fn) {}
   void start(const run_shape& shape) { cfg_.platform.check(shape.nodes); }
   /// Inside a party's handler: queued, and sent once the handler returns (after its CPU time is
@@ -141,7 +143,7 @@ class simulated : public party_runner {
       current_->outbox.push_back(std::make_unique<envelope>(envelope{src, dst, 0, std::move(m)}));
       return;
     }
-    deliver(src, dst, std::move(m));
+    local_.send(src, dst, std::move(m));
   }
   void stop() {}
   bool is_local(node_id) const noexcept { return true; }
@@ -218,7 +220,7 @@ class simulated : public party_runner {
     asio::io_context* ctx = nullptr;
     simgrid::s4u::Host* host = nullptr;
     simgrid::s4u::ActorPtr actor;
-    simgrid::s4u::SemaphorePtr bell;  // released by a courier that delivers to this party while it waits
+    simgrid::s4u::SemaphorePtr bell;  // released by a lane that delivers to this party while it waits
     bool waiting = false;
     std::vector<std::unique_ptr<envelope>> outbox;  // sent by the handler that runs
     double cpu_s = 0;                               // CPU seconds not yet charged
@@ -249,12 +251,6 @@ class simulated : public party_runner {
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  }
-
-  void deliver(endpoint src, endpoint dst, wire::message&& m) {
-    auto it = routes_.find(key(dst));
-    if (it == routes_.end()) throw error(errc::bad_input, "simulated: no endpoint bound for a message");
-    it->second(src, std::move(m));
   }
 
   /// A party's actor: runs its handlers, sends what they sent, waits for messages.
@@ -321,13 +317,12 @@ class simulated : public party_runner {
     p.cpu_s = 0;
     simgrid::s4u::this_actor::execute(flops);
   }
-  /// Sends p's outbox, after charging the CPU time that made it: one courier per destination host
-  /// carries what this handler sent there as one transfer of their total size, and hands each
-  /// message to its party on arrival.
+  /// Sends p's outbox, after charging the CPU time that made it: each message joins the queue of
+  /// the channel to its party's host, and each channel it touched sends its queue (channels in the
+  /// order the handler first sent on them).
   void flush(party& p) {
-    namespace s4u = simgrid::s4u;
     charge(p);
-    std::map<s4u::Host*, std::vector<std::unique_ptr<envelope>>> by_host;
+    std::vector<channel*> touched;
     for (auto& e : p.outbox) {
       const auto it = index_.find(key(e->dst));
       if (it == index_.end()) {
@@ -335,16 +330,14 @@ class simulated : public party_runner {
         continue;
       }
       e->seq = p.seq_out[key(e->dst)]++;
-      by_host[it->second->host].push_back(std::move(e));
+      channel& ch = channel_of(p.host, it->second->host);
+      if (std::find(touched.begin(), touched.end(), &ch) == touched.end()) touched.push_back(&ch);
+      ch.queue.push_back(std::move(e));
+      ++messages_;
+      ++in_flight_;
     }
     p.outbox.clear();
-    for (auto& [to, batch] : by_host) {
-      channel& ch = channel_of(p.host, to);
-      for (auto& e : batch) ch.queue.push_back(std::move(e));
-      messages_ += batch.size();
-      in_flight_ += batch.size();
-      pump(ch);
-    }
+    for (channel* ch : touched) pump(*ch);
   }
 
   /// Between two hosts, as strata's tcp transport has one connection between two processes: the
@@ -459,7 +452,7 @@ class simulated : public party_runner {
     for (;;) {
       ++next;
       try {
-        deliver(e->src, e->dst, std::move(e->m));
+        local_.send(e->src, e->dst, std::move(e->m));
       } catch (...) {
         fail(std::current_exception());
       }
@@ -472,7 +465,7 @@ class simulated : public party_runner {
 
   config cfg_;
   sim::world* world_;
-  std::map<std::uint64_t, deliver_fn> routes_;
+  inproc local_;  // hands a message that has arrived to its party's delivery function
   std::vector<std::unique_ptr<party>> parties_;
   std::unordered_map<std::uint64_t, party*> index_;
   party* current_ = nullptr;  // the party whose handler runs

@@ -408,8 +408,13 @@ class system_impl {
     for (auto& ws : workers_)
       if (!ws->done()) return false;
     for (auto& s : servers_)
-      if (party_access::runs_finished(*s->shard) < runs_ || !party_access::checkpoints_settled(*s->shard)) return false;
+      if (!shard_finished(*s)) return false;
     return !coord_ || coord_->done();
+  }
+  /// Whether shard `s` has finished the run and settled its checkpoints (under its lock, or with no
+  /// other thread running).
+  bool shard_finished(server_slot& s) {
+    return party_access::runs_finished(*s.shard) >= runs_ && party_access::checkpoints_settled(*s.shard);
   }
   bool all_on_threads() {
     const int parties = static_cast<int>(workers_.size() + servers_.size() + (coord_ ? 1 : 0));
@@ -426,7 +431,7 @@ class system_impl {
     for (auto& s : servers_)
       asio::post(s->ctx, [&, s = s.get()] {
         std::unique_lock lk(s->mu);
-        const bool good = party_access::runs_finished(*s->shard) >= runs_ && party_access::checkpoints_settled(*s->shard);
+        const bool good = shard_finished(*s);
         lk.unlock();
         note(good);
       });

@@ -90,8 +90,12 @@ inline void mf_fold_mirror(float* server, float* local, float* old, const float*
 
 /// A worker's state, kept from one segment to the next.
 struct mf_worker_state {
-  std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads
-  // The local copies by block (only the blocks read are filled), all in one block of memory (see
+  std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads (increasing)
+  // The W copies hold only this worker's user blocks: local user l is row l, in block slot l / B
+  // (global block ublocks[l / B]); its ratings and test ratings carry local user ids, so that a
+  // worker's memory grows with its share of the users, not with all of them (1,024 workers of
+  // MovieLens-10M took 40 MB each when every worker held every user's row). The H copies are
+  // indexed by global item block (only the blocks read are filled). All of them in one block of memory (see
   // core/huge_pages.hpp): on MovieLens-small the seven arrays fit one 2 MiB page, where one
   // allocation each took seven. A fresh huge page costs from 0.1 to about 5 ms on the development
   // VM (REPORT.md); the state is made before the clock starts (train_mf_segments), so that cost
@@ -101,7 +105,10 @@ struct mf_worker_state {
   std::span<float> Ws;  // the server's value of this worker's W blocks (its mirror)
   std::vector<std::size_t> slice_end;               // end of each clock's slice of `order` (K entries)
   std::vector<char> loaded, train_block;
-  std::vector<io::rating, huge_page_allocator<io::rating>> data;  // its ratings, grouped by item block
+  std::vector<io::rating, huge_page_allocator<io::rating>> data;  // its ratings (local users), grouped by item block
+  std::vector<io::rating> test;                              // its test ratings (local users)
+  std::vector<float> reg_user;                               // each local user's per-step λ
+  std::uint32_t B = 1;                                       // users per block
   std::vector<std::pair<std::size_t, std::size_t>> groups;  // [begin, end) of each item block in data
   std::vector<std::uint32_t> order;                          // this epoch's visiting order (indices into data)
   std::vector<std::pair<std::size_t, std::uint32_t>> runs;   // where each item block's run starts in `order`
@@ -109,6 +116,12 @@ struct mf_worker_state {
   std::mt19937_64 rng;
   std::uint64_t updates = 0;
   bool started = false;  // its worker has run (a checkpoint to resume from is loaded at the first start)
+  /// Local id of global user u (~0u: u is not in this worker's blocks).
+  std::uint32_t local_user(std::uint32_t u) const {
+    const auto at = std::lower_bound(ublocks.begin(), ublocks.end(), u / B);
+    return at == ublocks.end() || *at != u / B ? ~0u : static_cast<std::uint32_t>(at - ublocks.begin()) * B + u % B;
+  }
+  std::uint32_t global_user(std::uint32_t l) const { return ublocks[l / B] * B + l % B; }
   /// What a checkpoint keeps (worker::on_checkpoint): the generator, the ratings' order, the
   /// blocks' order and the epoch's visiting order; the rest is rebuilt or read from the tables.
   std::string save() const {
@@ -119,7 +132,7 @@ struct mf_worker_state {
       r << rng;
       ar(r.str(), updates, groups, order);
       ar(static_cast<std::uint64_t>(data.size()));
-      for (const auto& x : data) ar(x.user, x.item, x.value);
+      for (const auto& x : data) ar(global_user(x.user), x.item, x.value);  // global ids, as the data has them
     }
     return out.str();
   }
@@ -132,7 +145,12 @@ struct mf_worker_state {
       ar(r, updates, groups, order, n);
       if (n != data.size())
         throw strata::error(errc::bad_input, "it holds " + std::to_string(n) + " ratings, this worker has " + std::to_string(data.size()));
-      for (auto& x : data) ar(x.user, x.item, x.value);
+      for (auto& x : data) {
+        ar(x.user, x.item, x.value);
+        const std::uint32_t l = local_user(x.user);
+        if (l == ~0u) throw strata::error(errc::bad_input, "it holds a rating of user " + std::to_string(x.user) + ", not one of this worker's");
+        x.user = l;
+      }
       std::istringstream rs(r);
       rs >> rng;
       if (!rs) throw strata::error(errc::bad_input, "its random generator state does not parse");
@@ -310,9 +328,11 @@ struct mf_training {
   std::unique_ptr<mf_worker_state> make_state(worker_id p) const {
     auto st = std::make_unique<mf_worker_state>();
     find_blocks(*st, p);
+    st->B = B;
     allocate(*st);
     fill_initial(*st);
     group_ratings(*st, p);
+    localise(*st, p);
     cut_slices(*st, p);
     st->rng.seed(mf_mix(o.seed * 7919 + p));
     return st;
@@ -330,7 +350,7 @@ struct mf_training {
   }
   /// The local copies, all in one slab (mf_worker_state).
   void allocate(mf_worker_state& st) const {
-    const std::size_t wn = std::size_t{ub} * bw, hn = std::size_t{ib} * bw;
+    const std::size_t wn = st.ublocks.size() * bw, hn = std::size_t{ib} * bw;
     const auto w_arrays = {&st.Wl, &st.Wo, &st.Winit, &st.Ws};
     const auto h_arrays = {&st.Hl, &st.Ho, &st.Hinit};
     st.slab.assign(w_arrays.size() * wn + h_arrays.size() * hn, 0.0f);
@@ -342,10 +362,10 @@ struct mf_training {
   }
   /// The initial values of the blocks the worker reads.
   void fill_initial(mf_worker_state& st) const {
-    for (std::uint32_t b : st.ublocks)
+    for (std::size_t s = 0; s < st.ublocks.size(); ++s)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
-          st.Winit[b * bw + j * W1 + c] = init_of(0, std::uint64_t{b} * B + j, c);
+          st.Winit[s * bw + j * W1 + c] = init_of(0, std::uint64_t{st.ublocks[s]} * B + j, c);
     for (std::uint32_t b : st.iblocks)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
@@ -371,6 +391,16 @@ struct mf_training {
       }
     st.order.assign(st.data.size(), 0);  // its pages touched now, in the set-up
     st.order.clear();
+  }
+  /// Local user ids in worker p's ratings and test ratings, and its users' λ by local id (block
+  /// padding past the last user: 0, never used). Order by user is kept: local ids increase with global ones.
+  void localise(mf_worker_state& st, worker_id p) const {
+    for (auto& r : st.data) r.user = st.local_user(r.user);
+    st.test = test_part[p];
+    for (auto& r : st.test) r.user = st.local_user(r.user);
+    st.reg_user.assign(st.ublocks.size() * B, 0.0f);
+    for (std::size_t l = 0; l < st.reg_user.size(); ++l)
+      if (const std::uint32_t u = st.global_user(static_cast<std::uint32_t>(l)); u < nu) st.reg_user[l] = reg.step_user[u];
   }
   /// Where each clock's slice of an epoch ends.
   void cut_slices(mf_worker_state& st, worker_id p) const {

@@ -30,7 +30,7 @@ namespace strata::ml::detail {
 class mf_worker {
  public:
   mf_worker(mf_training& t, worker& w)
-      : t_(t), o_(t.o), w_(w), rec_(*t.recp), red_(*t.redp), p_(w.id()), st_(*t.states[p_]), my_test_(t.test_part[p_]) {}
+      : t_(t), o_(t.o), w_(w), rec_(*t.recp), red_(*t.redp), p_(w.id()), st_(*t.states[p_]), my_test_(st_.test) {}
 
   task<> run() {
     rec_.start_once();
@@ -58,7 +58,8 @@ class mf_worker {
   static double since(clock::time_point t0) { return std::chrono::duration<double>(clock::now() - t0).count(); }
   double test_count() const { return static_cast<double>(my_test_.size()); }
 
-  // Block b holds users (items) b*B .. b*B+B-1 one after another, so user u's row starts at u*W1.
+  // Slot s of Wl holds local users s*B .. s*B+B-1 (global block ublocks[s]) one after another, so
+  // local user u's row starts at u*W1; item block b holds items b*B .. b*B+B-1 the same way in Hl.
   float* urow(std::uint32_t u) const { return st_.Wl.data() + std::size_t{u} * t_.W1; }
   float* irow(std::uint32_t i) const { return st_.Hl.data() + std::size_t{i} * t_.W1; }
   float predict(const io::rating& r) const {
@@ -78,16 +79,17 @@ class mf_worker {
   /// says it holds (all: `all_items`).
   double reg_norms(bool all_items) const {
     double reg = 0;
-    for (std::uint32_t b : st_.ublocks) reg += block_norm(st_.Wl.data(), b, t_.nu, t_.reg.weight_user);
+    for (std::size_t s = 0; s < st_.ublocks.size(); ++s) reg += block_norm(st_.Wl.data() + s * t_.bw, st_.ublocks[s], t_.nu, t_.reg.weight_user);
     for (std::uint32_t b : st_.iblocks)
-      if (b % t_.P == p_ && (all_items || st_.loaded[b])) reg += block_norm(st_.Hl.data(), b, t_.ni, t_.reg.weight_item);
+      if (b % t_.P == p_ && (all_items || st_.loaded[b])) reg += block_norm(st_.Hl.data() + b * t_.bw, b, t_.ni, t_.reg.weight_item);
     return reg;
   }
-  /// Σ c_k ‖row k‖² over block b's rows (a block past the last row is padding: zeros).
-  double block_norm(const float* rows, std::uint32_t b, std::uint32_t n, const std::vector<float>& weight) const {
+  /// Σ c_k ‖row k‖² over the rows of global block b, held from `block` on (a block past the last
+  /// row is padding: zeros).
+  double block_norm(const float* block, std::uint32_t b, std::uint32_t n, const std::vector<float>& weight) const {
     double s = 0;
     for (std::uint32_t k = b * t_.B; k < std::min(n, (b + 1) * t_.B); ++k)
-      s += weight[k] * mf_sq_norm(std::span<const float>(rows + std::size_t{k} * t_.W1, t_.W1));
+      s += weight[k] * mf_sq_norm(std::span<const float>(block + std::size_t{k - b * t_.B} * t_.W1, t_.W1));
     return s;
   }
   /// The training objective of the model in Wl / Hl: squared error over this worker's ratings plus
@@ -106,11 +108,11 @@ class mf_worker {
     const std::size_t bw = t_.bw;
     if (o_.prefetch)
       prefetch(w_, t_.Wt, st_.ublocks);
-    for (std::uint32_t b : st_.ublocks) {
-      const auto& row = co_await w_.get(t_.Wt, b);
+    for (std::size_t x = 0; x < st_.ublocks.size(); ++x) {
+      const auto& row = co_await w_.get(t_.Wt, st_.ublocks[x]);
       const auto s = row.span();
-      std::copy_n(s.data(), bw, st_.Ws.data() + b * bw);
-      mf_load_block(st_.Wl.data() + b * bw, st_.Wo.data() + b * bw, st_.Winit.data() + b * bw, s.data(), bw);
+      std::copy_n(s.data(), bw, st_.Ws.data() + x * bw);
+      mf_load_block(st_.Wl.data() + x * bw, st_.Wo.data() + x * bw, st_.Winit.data() + x * bw, s.data(), bw);
     }
     w_read_ = true;
   }
@@ -197,7 +199,7 @@ class mf_worker {
   __attribute__((noinline)) double steps(std::size_t x, std::size_t end, float eta) {
     const io::rating* data = st_.data.data();
     const std::uint32_t* order = st_.order.data();
-    const float* reg_user = t_.reg.step_user.data();
+    const float* reg_user = st_.reg_user.data();  // by local user
     const float* reg_item = t_.reg.step_item.data();
     float* const W = st_.Wl.data();
     float* const H = st_.Hl.data();
@@ -246,26 +248,29 @@ class mf_worker {
     rec_.add_values(p_, j, sq + o_.lambda * reg, test_sq(), test_count());
     rec_.charge_eval(p_, since(t0));
   }
-  /// Sends the changes of `blocks` (now − old) to `table`.
+  /// Sends the changes of `blocks` (now − old) to `table`; block x of the list is held at slot x
+  /// (`by_slot`: the W copies) or at its own number (the H copies).
   task<> push(table_handle<dense_row<float>> table, std::span<const float> now, std::span<const float> old,
-              const std::vector<std::uint32_t>& blocks) {
+              const std::vector<std::uint32_t>& blocks, bool by_slot) {
     const std::size_t bw = t_.bw;
-    for (std::uint32_t b : blocks) {
+    for (std::size_t x = 0; x < blocks.size(); ++x) {
+      const std::uint32_t b = blocks[x];
+      const std::size_t at = (by_slot ? x : b) * bw;
       dense_row<float> d = w_.delta_row(table);  // a recycled row: no allocation per block and clock
-      if (mf_block_delta(d.mutable_span().data(), now.data() + b * bw, old.data() + b * bw, bw))
+      if (mf_block_delta(d.mutable_span().data(), now.data() + at, old.data() + at, bw))
         co_await w_.inc_row(table, b, std::move(d));
     }
   }
   /// Pushes the clock's differences of the W blocks (keeping the mirror) and of the H blocks read.
   task<> push_changes() {
     const std::size_t bw = t_.bw;
-    co_await push(t_.Wt, st_.Wl, st_.Wo, st_.ublocks);
-    for (std::uint32_t b : st_.ublocks)  // the server now holds Ws + (Wl − Wo): keep its value, as a re-read would
-      mf_fold_mirror(st_.Ws.data() + b * bw, st_.Wl.data() + b * bw, st_.Wo.data() + b * bw, st_.Winit.data() + b * bw, bw);
+    co_await push(t_.Wt, st_.Wl, st_.Wo, st_.ublocks, true);
+    for (std::size_t x = 0; x < st_.ublocks.size(); ++x)  // the server now holds Ws + (Wl − Wo): keep its value, as a re-read would
+      mf_fold_mirror(st_.Ws.data() + x * bw, st_.Wl.data() + x * bw, st_.Wo.data() + x * bw, st_.Winit.data() + x * bw, bw);
     std::vector<std::uint32_t> read_blocks;
     for (std::uint32_t b : st_.iblocks)
       if (st_.loaded[b]) read_blocks.push_back(b);
-    co_await push(t_.Ht, st_.Hl, st_.Ho, read_blocks);
+    co_await push(t_.Ht, st_.Hl, st_.Ho, read_blocks, false);
   }
   /// The true model after slot j: every worker's increments through this iteration, nothing later.
   task<> evaluate_snapshot(std::uint32_t j) {

@@ -93,15 +93,17 @@ struct mf_worker_state {
   std::vector<std::uint32_t> ublocks, iblocks;  // blocks this worker reads (increasing)
   // The W copies hold only this worker's user blocks: local user l is row l, in block slot l / B
   // (global block ublocks[l / B]); its ratings and test ratings carry local user ids, so that a
-  // worker's memory grows with its share of the users, not with all of them (1,024 workers of
-  // MovieLens-10M took 40 MB each when every worker held every user's row). The H copies are
-  // indexed by global item block (only the blocks read are filled). All of them in one block of memory (see
-  // core/huge_pages.hpp): on MovieLens-small the seven arrays fit one 2 MiB page, where one
-  // allocation each took seven. A fresh huge page costs from 0.1 to about 5 ms on the development
+  // worker's memory grows with its share of the users, not with all of them (strata_gen's 10m
+  // data took 40 MB per worker when every worker held every user's row). The H copies are indexed
+  // by global item block (only the blocks read are filled); the items' initial values are shared
+  // (mf_training::Hinit). The six arrays of its own are one block of memory (see
+  // core/huge_pages.hpp): on MovieLens-small they fit one 2 MiB page, where one allocation each
+  // took six. A fresh huge page costs from 0.1 to about 5 ms on the development
   // VM (REPORT.md); the state is made before the clock starts (train_mf_segments), so that cost
   // is set-up time (mf_run::setup_seconds), not the first clock's.
   std::vector<float, huge_page_allocator<float>> slab;
-  std::span<float> Wl, Wo, Hl, Ho, Winit, Hinit;
+  std::span<float> Wl, Wo, Hl, Ho, Winit;
+  std::span<const float> Hinit;  // mf_training::Hinit
   std::span<float> Ws;  // the server's value of this worker's W blocks (its mirror)
   std::vector<std::size_t> slice_end;               // end of each clock's slice of `order` (K entries)
   std::vector<char> loaded, train_block;
@@ -187,6 +189,7 @@ struct mf_training {
   std::atomic<std::uint64_t> conflicts{0};
   mf_biased_model model;  // with keep_model: filled by worker 0 at the end
   std::vector<std::unique_ptr<mf_worker_state>> states;
+  std::vector<float, huge_page_allocator<float>> Hinit;  // every item block's initial values, shared by the local workers
   // The segment being run: its first iteration (continuous numbering), its length, whether it is
   // the last, and its recorder and reducer (recorder slot j is iteration seg_first − 1 + j; slot
   // 0 is the initial state in the first segment and unused after it).
@@ -322,6 +325,10 @@ struct mf_training {
   double make_local_states() {
     const auto t0 = strata::run_clock::now();
     const run_reducer where(sys, 0, 0);
+    Hinit.assign(std::size_t{ib} * bw, 0.0f);
+    for (std::uint32_t b = 0; b < ib; ++b)
+      for (std::uint32_t j = 0; j < B; ++j)
+        for (std::uint32_t c = 0; c < W1; ++c) Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
     for (worker_id p = where.first_local(); p < where.first_local() + where.local_workers(); ++p) states[p] = make_state(p);
     return std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   }
@@ -352,24 +359,21 @@ struct mf_training {
   void allocate(mf_worker_state& st) const {
     const std::size_t wn = st.ublocks.size() * bw, hn = std::size_t{ib} * bw;
     const auto w_arrays = {&st.Wl, &st.Wo, &st.Winit, &st.Ws};
-    const auto h_arrays = {&st.Hl, &st.Ho, &st.Hinit};
+    const auto h_arrays = {&st.Hl, &st.Ho};
     st.slab.assign(w_arrays.size() * wn + h_arrays.size() * hn, 0.0f);
     float* at = st.slab.data();
     for (auto* a : w_arrays) *a = {at, wn}, at += wn;
     for (auto* a : h_arrays) *a = {at, hn}, at += hn;
+    st.Hinit = {Hinit.data(), hn};  // read only: shared (make_local_states fills it first)
     st.loaded.assign(ib, 0);
     st.train_block.assign(ib, 0);
   }
-  /// The initial values of the blocks the worker reads.
+  /// The initial values of the worker's user blocks (the item blocks': make_local_states, shared).
   void fill_initial(mf_worker_state& st) const {
     for (std::size_t s = 0; s < st.ublocks.size(); ++s)
       for (std::uint32_t j = 0; j < B; ++j)
         for (std::uint32_t c = 0; c < W1; ++c)
           st.Winit[s * bw + j * W1 + c] = init_of(0, std::uint64_t{st.ublocks[s]} * B + j, c);
-    for (std::uint32_t b : st.iblocks)
-      for (std::uint32_t j = 0; j < B; ++j)
-        for (std::uint32_t c = 0; c < W1; ++c)
-          st.Hinit[b * bw + j * W1 + c] = init_of(1, std::uint64_t{b} * B + j, c);
   }
   /// Worker p's ratings grouped by item block, each block's in their original order (a counting sort).
   void group_ratings(mf_worker_state& st, worker_id p) const {

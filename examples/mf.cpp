@@ -72,6 +72,9 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
                "weigh each user's and item's norm in the loss by its rating count (ALS-WR; LIBMF's per-step lambda): every SGD step "
                "takes lambda, so try --lambda near LIBMF's 0.01-0.1");
   app.add_option("--clocks-per-epoch", mo.clocks_per_epoch, "clocks per pass over the data")->check(strata::examples::positive)->capture_default_str();
+  app.add_flag("--average-items", mo.average_items,
+               "data-parallel SGD: divide each worker's change to an item by the number of workers that rate it (parameter averaging; "
+               "without it, many workers' steps on a popular item add up and SGD diverges)");
   app.add_option("--block", mo.block, "users/items per parameter-server row")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--work-repeat", mo.work_repeat, "repeat each SGD pass (emulates heavier compute)")->capture_default_str();
   app.add_option("--mode", pf.mode,
@@ -132,6 +135,7 @@ strata::json_value trace_config(const ex::trainer_cli& cli, const ml::mf_trainer
   c.set("eval_every", mo.eval_every);
   c.set("rank", mo.rank).set("lr", mo.lr).set("decay", mo.decay).set("lambda", mo.lambda).set("weighted_lambda", mo.weighted_lambda).set("user_order", mo.user_order)
       .set("rotation", mo.rotation).set("clocks_per_epoch", mo.clocks_per_epoch).set("block", mo.block).set("work_repeat", mo.work_repeat)
+      .set("average_items", mo.average_items)
       .set("train_ratings", train.size()).set("test_ratings", test.size()).set("data", cli.data);
   if (!cli.load.empty()) c.set("load", cli.load);
   return c;

@@ -27,6 +27,12 @@ struct mf_trainer_options : run_options {
   std::uint32_t clocks_per_epoch = 4;  ///< each clock runs SGD over this fraction of the worker's ratings
                                        ///< (data-parallel mode; rotation: P clocks per epoch)
   bool rotation = false;           ///< DSGD-style block rotation (see the file comment) instead of data-parallel SGD
+  /// Data-parallel mode: each worker's change to an item's row is divided by the number of workers
+  /// that rate the item before it is pushed (the server's sum is then their average: parameter
+  /// averaging for the items; users have one worker each). Without it the server adds P workers'
+  /// steps on a popular item, each taken from the same stale value, and SGD diverges once many
+  /// workers share items (strata_gen's 10m data: 16 workers, lr 0.01, RMSE 7.9 after 2 iterations).
+  bool average_items = false;
   float init_scale = 0.1f;         ///< initial factors uniform in [−init_scale, init_scale] (biases 0)
   std::uint32_t block = 64;        ///< users / items per PS row. A row read, merged and sent costs a few µs
                                    ///< whatever its width, and a clock's slice touches a fixed share of the

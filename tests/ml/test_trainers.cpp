@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -254,6 +255,39 @@ TEST_CASE("MF rotation (DSGD): no item block trained by two workers in one clock
   CHECK(std::abs(a.final_rmse - b.final_rmse) < 0.03);
   CHECK(std::abs(a.final_rmse - e.final_rmse) < 0.03);
   CHECK(b.final_rmse < b.iterations.front().metric - 0.1);
+}
+
+TEST_CASE("MF average_items: 12 workers' item steps averaged, not added: summed they diverge, averaged they reach one worker's RMSE within 0.1") {
+  const auto [train, test] = synthetic_ratings(17);
+  auto o = mf_opts();
+  o.clocks_per_epoch = 1;
+  o.iterations = 40;
+  o.lr = 0.3;  // one worker still converges; 12 workers' summed item steps diverge
+  auto avg = o;
+  avg.average_items = true;
+  // One worker: nothing to average, the same run step for step.
+  {
+    strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 1}), s2({.nodes = 1, .workers_per_node = 1});
+    const auto a = strata::ml::train_mf(s1, train, test, o);
+    const auto b = strata::ml::train_mf(s2, train, test, avg);
+    REQUIRE(a.iterations.size() == b.iterations.size());
+    for (std::size_t i = 0; i < a.iterations.size(); ++i) CHECK(a.iterations[i].metric == b.iterations[i].metric);
+  }
+  strata::system<strata::bsp> s1({.nodes = 1, .workers_per_node = 1});
+  const double one = strata::ml::train_mf(s1, train, test, o).final_rmse;
+  // 12 workers (about 12 raters of each item among them): BSP, one clock per epoch.
+  strata::system<strata::bsp> s2({.nodes = 1, .workers_per_node = 12});
+  const auto b = strata::ml::train_mf(s2, train, test, avg);
+  double summed = std::numeric_limits<double>::infinity();  // a non-finite row is refused: the run fails
+  try {
+    strata::system<strata::bsp> s3({.nodes = 1, .workers_per_node = 12});
+    summed = strata::ml::train_mf(s3, train, test, o).final_rmse;
+  } catch (const std::exception&) {  // the refusal names the row and the value
+  }
+  MESSAGE("MF 12 workers: averaged " << b.final_rmse << ", summed " << summed << " (inf: the run refused a non-finite row), one worker " << one);
+  CHECK(b.final_rmse < one + 0.1);
+  CHECK(b.final_rmse < b.iterations.front().metric - 0.3);
+  CHECK(!(summed < one + 0.1));
 }
 
 TEST_CASE("MF rotation with one worker is data-parallel SGD with one clock per epoch, step for step") {

@@ -257,8 +257,17 @@ class mf_worker {
       const std::uint32_t b = blocks[x];
       const std::size_t at = (by_slot ? x : b) * bw;
       dense_row<float> d = w_.delta_row(table);  // a recycled row: no allocation per block and clock
-      if (mf_block_delta(d.mutable_span().data(), now.data() + at, old.data() + at, bw))
+      if (mf_block_delta(d.mutable_span().data(), now.data() + at, old.data() + at, bw)) {
+        if (!by_slot && !t_.item_share.empty()) scale_items(d.mutable_span().data(), b);
         co_await w_.inc_row(table, b, std::move(d));
+      }
+    }
+  }
+  /// average_items: item block b's change, row by row, times the item's share (1 / its workers).
+  void scale_items(float* delta, std::uint32_t b) const {
+    for (std::uint32_t j = 0; j < t_.B; ++j) {
+      const float f = t_.item_share[std::size_t{b} * t_.B + j];
+      for (std::uint32_t c = 0; c < t_.W1; ++c) delta[j * t_.W1 + c] *= f;
     }
   }
   /// Pushes the clock's differences of the W blocks (keeping the mirror) and of the H blocks read.

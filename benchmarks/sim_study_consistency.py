@@ -8,6 +8,10 @@ snapshot between segments, which costs no simulated time), the time to a target 
 final RMSE of all runs, so that every run reaches it), and the mean observed staleness.
 
   python3 benchmarks/sim_study_consistency.py --build build [--reps 3] [--iterations 20]
+      [--data DIR --extra "TRAINER FLAGS"] [--wpn 1,4,16] [--models ...] [--out DIR]
+
+The second cut (REPORT.md) ran strata_gen's 10M ratings: --data ~/.cache/strata/gen/mf-10m-s1
+--extra "--rank 32 --clocks-per-epoch 4 --user-order --average-items".
 """
 import argparse
 import json
@@ -24,7 +28,7 @@ MODELS = {"bsp": ["--consistency", "bsp"], "ssp2": ["--consistency", "ssp", "--s
 def run(a, platform, model, wpn, seed):
     tag = f"{platform}-{model}-16x{wpn}-s{seed}"
     metrics = os.path.join(a.out, tag + ".jsonl")
-    cmd = [os.path.join(a.build, "examples", "strata_mf"), *MODELS[model], "--iterations", str(a.iterations),
+    cmd = [os.path.join(a.build, "examples", "strata_mf"), *MODELS[model], *(["--data", a.data] if a.data else []), *a.extra.split(), "--iterations", str(a.iterations),
            "--eval-every", str(a.eval_every), "--seed", str(seed), "--quiet", "--metrics", metrics, "--transport", "sim",
            "--platform", os.path.join(ROOT, "examples", "platforms", platform + ".txt"), "--nodes", "16", "--workers", str(wpn)]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -52,6 +56,8 @@ def main():
     ap.add_argument("--wpn", default="1,4,16")
     ap.add_argument("--models", default="bsp,ssp2,essp2,vap")
     ap.add_argument("--platforms", default="cluster16_10gbe,cluster16_stragglers")
+    ap.add_argument("--data", default="", help="strata_mf --data (default: the trainer's, MovieLens small)")
+    ap.add_argument("--extra", default="", help="more strata_mf flags, one string")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "sim", "consistency"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)

@@ -277,6 +277,8 @@ int main(int argc, char** argv) {
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
     if (pf.repeat > 1 && (ckpt || cli.so.is_distributed() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
+    if (mo.average_items && pf.mode != "sgd")
+      throw std::runtime_error("--average-items is for --mode sgd (rotation never has two workers on an item in one clock; ccd takes no SGD steps)");
     if (pf.mode == "ccd") {
       const auto data = cli.timed_read([&] { return read_data(cli, nullptr); });
       return train_ccd(cli, mo, pf, data.first, data.second);

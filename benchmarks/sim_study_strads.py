@@ -105,7 +105,7 @@ def med_spread(xs):
     if not xs:
         return None, None, 0
     m = statistics.median(xs)
-    return m, (max(xs) - min(xs)) / m if m else 0.0, len(xs)
+    return m, (max(xs) - min(xs)) / abs(m) if m else 0.0, len(xs)
 
 
 def table(rows, part, keys):

@@ -410,6 +410,7 @@ TEST_CASE("LDA: the kept counts are the run's (column sums, tokens), save -> loa
     std::size_t used = 0;  // a topic may hold fewer than 5 words on this small corpus
     for (std::uint32_t w = 0; w < c.vocab_size; ++w) used += m.count(w, k) > 0;
     REQUIRE(top[k].size() == std::min<std::size_t>(5, used));
+    if (used == 0) continue;  // a topic the chain emptied (ESSP's timing decides; none of its counts to rank)
     std::int32_t best = 0;
     for (std::uint32_t w = 0; w < c.vocab_size; ++w) best = std::max(best, m.count(w, k));
     CHECK(m.count(top[k][0], k) == best);  // the first is an argmax

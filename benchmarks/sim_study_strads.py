@@ -150,7 +150,7 @@ def main():
         table(rows, "lda", [("sim s per sweep", lambda r: r["seconds"] / r["sweeps"]), ("final loglik", lambda r: r["final"]),
                             ("time to target s", lambda r: r["to_target"])])
     result["runs"] = rows
-    with open(os.path.join(a.out, "study.json"), "w") as f:
+    with open(os.path.join(a.out, "study_" + "_".join(a.parts.split(",")) + ".json"), "w") as f:
         json.dump(result, f, indent=1)
 
 

@@ -333,7 +333,7 @@ struct mf_training {
   }
 
   /// This process's workers' state, before the clock starts: set-up, like the partition. Made
-  /// here, the memory it takes (about 1.6 MiB per worker on MovieLens-small, mostly fresh pages,
+  /// here, the memory it takes (mostly fresh pages,
   /// whose first touch costs from 0.1 to several ms each on a VM) is not paid inside the first
   /// clocks, where its cost varied from run to run and with the number of workers. Returns the
   /// seconds it took (mf_run::setup_seconds).

@@ -47,6 +47,19 @@ def run(cmd, ok=(0,)):
     return p
 
 
+def sim_runs(a, out, part, methods, argv, ok=(0,)):
+    """Runs every (seed, workers per host, method) of one part on the 16 simulated hosts, seeds
+    outermost; yields (method, workers per host, seed, the process, the trace's iterations).
+    argv(flags): the trainer's command line for a method's flags, without seed, trace and cluster."""
+    for seed in range(1, a.reps + 1):
+        for wpn in a.wpn:
+            for name, flags in methods.items():
+                metrics = os.path.join(out, f"{part}-{name}-16x{wpn}-s{seed}.jsonl")
+                p = run([*argv(flags), "--seed", str(seed), "--metrics", metrics, "--transport", "sim", "--platform", PLATFORM,
+                         "--nodes", "16", "--workers", str(wpn)], ok=ok)
+                yield name, wpn, seed, p, trace_of(metrics)[1]
+
+
 def lasso_part(a, out):
     data_dir = os.path.join(GEN, f"lasso-{a.lasso_size}-s1")
     run([os.path.join(a.build, "examples", "strata_gen"), "lasso", "--size", a.lasso_size, "--out", data_dir, "--quiet"])
@@ -58,21 +71,16 @@ def lasso_part(a, out):
     fstar = min(l["objective"] for l in trace_of(ref)[1] if l.get("objective") is not None)
     target = fstar * (1 + 1e-4)
     rows = []
-    for seed in range(1, a.reps + 1):
-        for wpn in a.wpn:
-            for name, flags in LASSO.items():
-                tag = f"lasso-{name}-16x{wpn}-s{seed}"
-                metrics = os.path.join(out, tag + ".jsonl")
-                p = run([exe, *common, *flags, "--tolerance", "1e-4", "--rounds", str(a.lasso_rounds), "--seed", str(seed),
-                         "--metrics", metrics, "--transport", "sim", "--platform", PLATFORM, "--nodes", "16", "--workers", str(wpn)],
-                        ok=(0, 3))  # 3: not converged within --rounds (the trace is still written)
-                _, its = trace_of(metrics)
-                evals = [l for l in its if l.get("objective") is not None]
-                hit = next((l["elapsed_s"] for l in evals if l["objective"] <= target), None)
-                last = its[-1]
-                rows.append(dict(part="lasso", method=name, workers=16 * wpn, seed=seed, seconds=last["elapsed_s"],
-                                 rounds=last["iteration"] + 1, converged=p.returncode == 0, gap=evals[-1].get("gap"), objective=evals[-1]["objective"], to_target=hit, sim=sim_line(p.stderr)))
-                print(json.dumps(rows[-1]), flush=True)
+    argv = lambda flags: [exe, *common, *flags, "--tolerance", "1e-4", "--rounds", str(a.lasso_rounds)]
+    # returncode 3: not converged within --rounds (the trace is still written)
+    for name, wpn, seed, p, its in sim_runs(a, out, "lasso", LASSO, argv, ok=(0, 3)):
+        evals = [l for l in its if l.get("objective") is not None]
+        hit = next((l["elapsed_s"] for l in evals if l["objective"] <= target), None)
+        last = its[-1]
+        rows.append(dict(part="lasso", method=name, workers=16 * wpn, seed=seed, seconds=last["elapsed_s"], rounds=last["iteration"] + 1,
+                         converged=p.returncode == 0, gap=evals[-1].get("gap"), objective=evals[-1]["objective"], to_target=hit,
+                         sim=sim_line(p.stderr)))
+        print(json.dumps(rows[-1]), flush=True)
     return dict(fstar=fstar, target=target), rows
 
 
@@ -81,19 +89,13 @@ def lda_part(a, out):
     run([os.path.join(a.build, "examples", "strata_gen"), "lda", "--size", "10m", "--out", data_dir, "--quiet"])
     exe = os.path.join(a.build, "examples", "strata_lda")
     rows = []
-    for seed in range(1, a.reps + 1):
-        for wpn in a.wpn:
-            for name, flags in LDA.items():
-                tag = f"lda-{name}-16x{wpn}-s{seed}"
-                metrics = os.path.join(out, tag + ".jsonl")
-                p = run([exe, "--data", os.path.join(data_dir, "docword.10m.txt"), "--topics", "100", "--iterations",
-                         str(a.lda_iterations), *flags, "--seed", str(seed), "--quiet", "--metrics", metrics, "--transport", "sim",
-                         "--platform", PLATFORM, "--nodes", "16", "--workers", str(wpn)])
-                _, its = trace_of(metrics)
-                trace = [(l["elapsed_s"], l["objective"]) for l in its if l.get("objective") is not None]
-                rows.append(dict(part="lda", method=name, workers=16 * wpn, seed=seed, seconds=its[-1]["elapsed_s"],
-                                 sweeps=a.lda_iterations, trace=trace, final=trace[-1][1], sim=sim_line(p.stderr)))
-                print(json.dumps({k: v for k, v in rows[-1].items() if k != "trace"}), flush=True)
+    argv = lambda flags: [exe, "--data", os.path.join(data_dir, "docword.10m.txt"), "--topics", "100", "--iterations",
+                          str(a.lda_iterations), *flags, "--quiet"]
+    for name, wpn, seed, p, its in sim_runs(a, out, "lda", LDA, argv):
+        trace = [(l["elapsed_s"], l["objective"]) for l in its if l.get("objective") is not None]
+        rows.append(dict(part="lda", method=name, workers=16 * wpn, seed=seed, seconds=its[-1]["elapsed_s"],
+                         sweeps=a.lda_iterations, trace=trace, final=trace[-1][1], sim=sim_line(p.stderr)))
+        print(json.dumps({k: v for k, v in rows[-1].items() if k != "trace"}), flush=True)
     target = min(r["final"] for r in rows)  # log-likelihood: higher is better; every run reaches the worst final
     for r in rows:
         r["to_target"] = next(t for t, v in r["trace"] if v >= target)

@@ -2,7 +2,8 @@
 // messages in the times its links say, computed by hand here (exit 1 on a mismatch):
 //   star:     host 0 -> host 1 crosses two links (host 0's up, host 1's down): 2L + b/B, for 37 B
 //             and 1 MB; host 0 and host 2 sending 1 MB each to host 1 at once share host 1's link:
-//             both arrive at 2L + 2b/B;
+//             both arrive at 2L + 2b/B; host 1 -> host 1 (two processes of one host:
+//             nodes_per_host > 1) crosses host 1's up and down links, as loopback does: 2L + b/B;
 //   fat tree: host 0 -> the last host crosses 2 x levels links: 2 levels L + b/B;
 //   every platform: one reference second of computation takes 1 / (the host's speed factor).
 // One SimGrid engine per process (its platform is sealed once it runs), hence a program of its own.
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
       e.run();
       expect("1 MB each, hosts 0 and 2 -> host 1 (shared link)", b[0].arrived - t1, 2 * L + 2e6 / B);
       expect("  the other one", b[1].arrived - t1, 2 * L + 2e6 / B);
+      const double t2 = s4u::Engine::get_clock();
+      run_transfers({{hosts[1], hosts[1], 1e6}}, a);
+      e.run();
+      expect("1 MB, host 1 -> host 1 (two nodes of one host)", a[0].arrived - t2, 2 * L + 1e6 / B);
     } else {
       const auto levels = p.fat_tree_levels().levels;
       std::vector<transfer> a;

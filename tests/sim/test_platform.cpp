@@ -101,6 +101,22 @@ TEST_CASE("platform: a malformed line names file:line, an unusable platform is r
   } catch (const strata::error& e) {
     CHECK(has(e.what(), "it has 4 hosts, fewer than the run's 5 processes"));
   }
+  // Processes that share hosts: node n on host n / nodes_per_host; hosts x nodes_per_host processes at most.
+  CHECK(has(what_of("hosts 2\nnodes_per_host 0\n"), "p.txt:2: nodes_per_host 0 places no process anywhere"));
+  CHECK(has(what_of("hosts 2\nnodes_per_host -3\n"), "p.txt:2: nodes_per_host '-3' is not a whole number"));
+  const auto shared = strata::sim::parse_platform("hosts 2\ncores 2\nnodes_per_host 3\n", "p.txt");
+  CHECK(shared.host_of(0) == 0);
+  CHECK(shared.host_of(2) == 0);
+  CHECK(shared.host_of(3) == 1);
+  CHECK(shared.host_of(5) == 1);
+  CHECK(p.host_of(3) == 3);
+  CHECK_NOTHROW(shared.check(6));
+  try {
+    shared.check(7);
+    FAIL("accepted 7 processes on 2 hosts x 3");
+  } catch (const strata::error& e) {
+    CHECK(has(e.what(), "it has 2 hosts x 3 nodes per host, fewer than the run's 7 processes"));
+  }
   try {
     (void)strata::sim::load_platform("/nonexistent/platform.txt");
     FAIL("opened a missing file");

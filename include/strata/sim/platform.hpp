@@ -10,6 +10,7 @@
 ///     topology   star              # star | fat_tree
 ///     hosts      16
 ///     cores      8
+///     nodes_per_host 1             # node (process) n runs on host n / nodes_per_host (default 1)
 ///     speed      1.0               # of one core, relative to the calibrated reference core
 ///     link       10Gbps 20us       # each host's link to the switch: bandwidth, latency
 ///     straggler  3 0.25            # host 3 runs at 0.25x speed (any number of lines)
@@ -58,6 +59,9 @@ struct platform {
   shape topology = shape::star;
   std::uint32_t hosts = 1;
   std::uint32_t cores = 1;       ///< per host
+  /// Nodes (processes) per host: node n runs on host n / nodes_per_host. 1 (the default): a host
+  /// per process; more: processes that share a host's cores, as several on one machine do.
+  std::uint32_t nodes_per_host = 1;
   double speed = 1.0;            ///< of one core, relative to the reference core (this machine's, calibrated)
   link_spec link;                ///< each host's link to its switch
   std::string fat_tree;          ///< SimGrid's fat-tree descriptor, e.g. "2;4,4;1,2;1,2" (fat_tree only)
@@ -102,6 +106,9 @@ struct platform {
     return f;
   }
 
+  /// The host that node `n` runs on.
+  std::uint32_t host_of(std::uint32_t n) const noexcept { return n / nodes_per_host; }
+
   /// Each host's core speed (speed x its straggler factor), deterministic for a seed.
   std::vector<double> host_speeds() const {
     std::vector<double> s(hosts, speed);
@@ -135,8 +142,11 @@ struct platform {
     }
     if (straggler_fraction < 0 || straggler_fraction > 1) bad("straggler fraction " + fmt(straggler_fraction) + " is not in [0, 1]");
     if (straggler_fraction > 0 && !(straggler_factor > 0)) bad("straggler factor " + fmt(straggler_factor) + " is not positive");
-    if (processes > hosts)
-      bad("it has " + std::to_string(hosts) + " hosts, fewer than the run's " + std::to_string(processes) + " processes");
+    if (nodes_per_host == 0) bad("nodes_per_host 0 places no process anywhere");
+    if (processes > std::uint64_t{hosts} * nodes_per_host)
+      bad("it has " + std::to_string(hosts) + " hosts" +
+          (nodes_per_host > 1 ? " x " + std::to_string(nodes_per_host) + " nodes per host" : std::string()) + ", fewer than the run's " +
+          std::to_string(processes) + " processes");
   }
 
   static std::string fmt(double x) {
@@ -253,6 +263,10 @@ inline platform parse_platform(std::string_view text, const std::string& source)
     } else if (key == "cores") {
       want(1, "cores N");
       p.cores = count(w[1], "cores");
+    } else if (key == "nodes_per_host") {
+      want(1, "nodes_per_host N");
+      p.nodes_per_host = count(w[1], "nodes_per_host");
+      if (p.nodes_per_host == 0) bad("nodes_per_host 0 places no process anywhere");
     } else if (key == "speed") {
       want(1, "speed FACTOR");
       p.speed = number(w[1], "speed");
@@ -282,7 +296,7 @@ inline platform parse_platform(std::string_view text, const std::string& source)
       want(1, "fat_tree LEVELS;DOWN;UP;LINKS");
       p.fat_tree = std::string(w[1]);
     } else {
-      bad("unknown statement '" + std::string(key) + "' (name, topology, hosts, cores, speed, link, straggler, stragglers, fat_tree)");
+      bad("unknown statement '" + std::string(key) + "' (name, topology, hosts, cores, nodes_per_host, speed, link, straggler, stragglers, fat_tree)");
     }
   }
   p.check();

@@ -1,11 +1,11 @@
 #pragma once
 /// \file strata::simulated: a transport that runs the whole run in this process on a simulated
 /// cluster (SimGrid, S4U). Every shard, worker and the coordinator is an actor on the host of its
-/// node (node n on platform host n); the program and strata's runtime run for real (the same
+/// node (node n on platform host n / nodes_per_host); the program and strata's runtime run for real (the same
 /// coroutines, tables and results as on inproc or tcp), and
 /// - every message travels from the sender's host to the receiver's as SimGrid communications
 ///   over the platform's links, sharing their bandwidth with the others in flight: through one
-///   channel per pair of hosts (as tcp has one connection per pair of processes), in order, up to
+///   channel per pair of nodes (as tcp has one connection per pair of processes), in order, up to
 ///   4 transfers at a time (fewer where the process runs out of memory mappings for their actors'
 ///   stacks), each carrying what was queued when it left (payload bytes + 32 per message);
 /// - the CPU time a party's handlers take on this machine (`cpu_charge::measured`) is charged to
@@ -122,7 +122,7 @@ class world {
 class simulated : public party_runner {
  public:
   struct config {
-    sim::platform platform;                             ///< the cluster: node n runs on host n
+    sim::platform platform;                             ///< the cluster: node n runs on host n / nodes_per_host
     sim::cpu_charge cpu = sim::cpu_charge::measured;    ///< what a party's compute costs
   };
 
@@ -156,9 +156,10 @@ class simulated : public party_runner {
     p->at = at;
     p->ctx = &ctx;
     const auto& hosts = world_->hosts();
-    if (at.node >= hosts.size())
+    const std::uint32_t h = cfg_.platform.host_of(at.node);
+    if (h >= hosts.size())
       throw error(errc::bad_input, "simulated: node " + std::to_string(at.node) + " has no host on platform " + cfg_.platform.name);
-    p->host = hosts[at.node];
+    p->host = hosts[h];
     index_[key(at)] = p.get();
     parties_.push_back(std::move(p));
   }
@@ -330,7 +331,7 @@ class simulated : public party_runner {
         continue;
       }
       e->seq = p.seq_out[key(e->dst)]++;
-      channel& ch = channel_of(p.host, it->second->host);
+      channel& ch = channel_of(p, *it->second);
       if (std::find(touched.begin(), touched.end(), &ch) == touched.end()) touched.push_back(&ch);
       ch.queue.push_back(std::move(e));
       ++messages_;
@@ -340,8 +341,8 @@ class simulated : public party_runner {
     for (channel* ch : touched) pump(*ch);
   }
 
-  /// Between two hosts, as strata's tcp transport has one connection between two processes: the
-  /// messages of all the parties of one host to the parties of another travel through one
+  /// Between two nodes, as strata's tcp transport has one connection between two processes: the
+  /// messages of all the parties of one node to the parties of another travel through one
   /// channel, in order, up to `lanes` transfers at a time (each what was queued when it left, as
   /// one communication of their total size). A lane is a pair of actors: one on the sending host
   /// puts the transfer into the mailbox of one on the receiving host, which hands its messages to
@@ -380,12 +381,12 @@ class simulated : public party_runner {
     const std::size_t reserve = 8192 + 2 * 2 * parties_.size();  // the program's own, and the parties' actors
     return max_maps > reserve ? (max_maps - reserve) / 4 : 0;
   }
-  channel& channel_of(simgrid::s4u::Host* from, simgrid::s4u::Host* to) {
-    auto& ch = channels_[{from, to}];
+  channel& channel_of(const party& from, const party& to) {
+    auto& ch = channels_[{from.at.node, to.at.node}];
     if (!ch) {
       ch = std::make_unique<channel>();
-      ch->from = from;
-      ch->to = to;
+      ch->from = from.host;
+      ch->to = to.host;
     }
     return *ch;
   }
@@ -474,7 +475,7 @@ class simulated : public party_runner {
   bool finished_ = false, poked_ = false;
   std::exception_ptr error_;
   simgrid::s4u::SemaphorePtr ctl_;
-  std::map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, std::unique_ptr<channel>> channels_;  // this run's
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<channel>> channels_;  // this run's
   std::vector<std::unique_ptr<lane>> lanes_;
   std::uint64_t in_flight_ = 0, bytes_ = 0, messages_ = 0;
   double simulated_s_ = 0;

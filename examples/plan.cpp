@@ -192,8 +192,10 @@ int main(int argc, char** argv) {
                  "run the probes on a simulated cluster (--transport sim; a platform file, examples/platforms/*.txt): their "
                  "workers on its host 0, their times simulated")
       ->check(CLI::ExistingFile);
-  app.add_option("--sim-cpu", f.sim_cpu, "with --platform: measured | none (what compute costs)")
-      ->check(CLI::IsMember({"measured", "none"}))
+  app.add_option("--sim-cpu", f.sim_cpu,
+                 "with --platform: what compute costs; measured only (a probe's parties share one node, whose messages "
+                 "cost no transfer: with compute free too its iterations would take no simulated time)")
+      ->check(CLI::IsMember({"measured"}))
       ->capture_default_str();
   app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
   app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();

@@ -3,7 +3,10 @@
 /// cluster (SimGrid, S4U). Every shard, worker and the coordinator is an actor on the host of its
 /// node (node n on platform host n / nodes_per_host); the program and strata's runtime run for real (the same
 /// coroutines, tables and results as on inproc or tcp), and
-/// - every message travels from the sender's host to the receiver's as SimGrid communications
+/// - a message between two parties of one node (a worker and its node's shard) is handed over when
+///   its sender's handler has been charged, with no transfer, as inproc and tcp hand it over within
+///   a process; every message between two nodes travels from the sender's host to the receiver's
+///   (the same host when they share one: nodes_per_host) as SimGrid communications
 ///   over the platform's links, sharing their bandwidth with the others in flight: through one
 ///   channel per pair of nodes (as tcp has one connection per pair of processes), in order, up to
 ///   4 transfers at a time (fewer where the process runs out of memory mappings for their actors'
@@ -205,7 +208,7 @@ class simulated : public party_runner {
   }
   void poke() noexcept override { poked_ = true; }
 
-  /// Simulated seconds of every run_until so far, and the messages sent.
+  /// Simulated seconds of every run_until so far, and the messages sent between nodes.
   double simulated_seconds() const noexcept { return simulated_s_; }
   std::uint64_t messages() const noexcept { return messages_; }
   const sim::platform& platform() const noexcept { return cfg_.platform; }
@@ -318,9 +321,9 @@ class simulated : public party_runner {
     p.cpu_s = 0;
     simgrid::s4u::this_actor::execute(flops);
   }
-  /// Sends p's outbox, after charging the CPU time that made it: each message joins the queue of
-  /// the channel to its party's host, and each channel it touched sends its queue (channels in the
-  /// order the handler first sent on them).
+  /// Sends p's outbox, after charging the CPU time that made it: a message to a party of p's node
+  /// is handed over at once; any other joins the queue of the channel to its party's node, and each
+  /// channel it touched sends its queue (channels in the order the handler first sent on them).
   void flush(party& p) {
     charge(p);
     std::vector<channel*> touched;
@@ -331,6 +334,10 @@ class simulated : public party_runner {
         continue;
       }
       e->seq = p.seq_out[key(e->dst)]++;
+      if (e->dst.node == p.at.node) {
+        deliver(*it->second, std::move(e));
+        continue;
+      }
       channel& ch = channel_of(p, *it->second);
       if (std::find(touched.begin(), touched.end(), &ch) == touched.end()) touched.push_back(&ch);
       ch.queue.push_back(std::move(e));
@@ -429,16 +436,20 @@ class simulated : public party_runner {
       (void)l.mailbox->get<lane>();
       for (auto& e : l.batch) {
         --in_flight_;
-        party& q = *index_.at(key(e->dst));
-        arrive(q, std::move(e));
-        if (q.waiting) {
-          q.waiting = false;
-          q.bell->release();
-        }
+        party& q = *index_.at(key(e->dst));  // before e moves into the call
+        deliver(q, std::move(e));
       }
       l.batch.clear();
       l.ch->idle.push_back(&l);
       pump(*l.ch);
+    }
+  }
+  /// Hands `e` to q's queue and wakes q if it waits.
+  void deliver(party& q, std::unique_ptr<envelope> e) {
+    arrive(q, std::move(e));
+    if (q.waiting) {
+      q.waiting = false;
+      q.bell->release();
     }
   }
   /// Hands `e` to p's queue, in each sender's order.

@@ -36,7 +36,8 @@ def trainers(a):
     if "mf" in a.trainers:
         subprocess.run([gen, "mf", "--size", "10m", "--out", mf_data], check=True, stdout=subprocess.DEVNULL)
         out["mf"] = dict(exe="strata_mf", args=["--data", mf_data, "--rank", "32", "--iterations", str(a.mf_iterations),
-                                                "--clocks-per-epoch", "1", "--user-order"], field="rmse", lower=True)
+                                                "--clocks-per-epoch", "1", "--user-order", *(["--average-items"] if a.average_items else [])],
+                        field="rmse", lower=True)
     if "lda" in a.trainers:
         subprocess.run([gen, "lda", "--size", "10m", "--out", lda_data], check=True, stdout=subprocess.DEVNULL)
         out["lda"] = dict(exe="strata_lda", args=["--data", os.path.join(lda_data, "docword.10m.txt"), "--topics", "100",
@@ -108,6 +109,8 @@ def main():
     ap.add_argument("--mf-iterations", type=int, default=6)
     ap.add_argument("--lda-iterations", type=int, default=6)
     ap.add_argument("--lasso-rounds", type=int, default=1500)
+    ap.add_argument("--average-items", action="store_true",
+                    help="strata_mf --average-items (3 data-parallel workers diverge at MF's default step without it)")
     ap.add_argument("--processes", type=int, default=1, help="P > 1: P tcp processes against P nodes on one simulated host")
     ap.add_argument("--base-port", type=int, default=29700)
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "sim", "validate"))

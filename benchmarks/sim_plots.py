@@ -13,7 +13,8 @@
       against simulated workers.
 
 Usage: python3 benchmarks/sim_plots.py [--results benchmarks/results/sim] [--out RESULTS/plots]
-                                       [--validate FILE ...]
+                                       [--validate FILE ...] [--study1 FILE ...]
+(--validate and --study1 pick one commit's files: the defaults take every file, of every commit.)
 Needs gnuplot (bash scripts/deps.sh gnuplot-nox). Writes *.gp and *.dat in the out folder, runs gnuplot on
 them, deletes them; prints one line per PNG, or which input a skipped plot lacks."""
 import argparse, glob, json, math, os, re, shutil, statistics, subprocess, sys
@@ -25,13 +26,13 @@ NAMES = {"ps_essp2": "data-parallel PS, essp s=2", "rotation": "word rotation (S
 TERM = None
 
 
-def render(out, name, body, blocks):
+def render(out, name, body, blocks, size="900,560"):
     """blocks: lists of rows, written as the data sets 'index 0', 'index 1', ... of NAME.dat."""
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, name + ".dat"), "w") as f:
         f.write("\n\n\n".join("\n".join(" ".join(str(v) for v in r) for r in b) for b in blocks) + "\n")
     with open(os.path.join(out, name + ".gp"), "w") as f:
-        f.write(f"set terminal {TERM} noenhanced size 900,560\nset output '{name}.png'\nset grid\n"
+        f.write(f"set terminal {TERM} noenhanced size {size}\nset output '{name}.png'\nset grid\n"
                 f"set key box opaque\n{body.replace('DAT', repr(name + '.dat'))}\n")
     subprocess.run(["gnuplot", name + ".gp"], cwd=out, check=True)
     for ext in (".gp", ".dat"):
@@ -108,12 +109,12 @@ def validation(out, files):
         body = (f"set title 'Simulated against real runs on this machine: {what} (median, bars: min-max over seeds)'\n"
                 f"set logscale xy\nset xrange [{lo}:{hi}]\nset yrange [{lo}:{hi}]\nset xtics {log_tics(lo, hi)}\n"
                 f"set ytics {log_tics(lo, hi)}\nset xlabel 'real (measured) {what}, s'\nset ylabel 'simulated {what}, s'\n"
-                "set key top left spacing 1.1\n"
+                "set key outside right top spacing 1.1\nset size ratio -1\n"
                 "plot " + ", ".join(plots + keys + [
                     "x with lines lc black title 'y = x'", "1.1*x with lines dt 2 lc rgb 'gray40' title '±10%'",
                     "0.9*x with lines dt 2 lc rgb 'gray40' notitle", "1.25*x with lines dt 3 lc rgb 'gray60' title '±25%'",
                     "0.75*x with lines dt 3 lc rgb 'gray60' notitle"]))
-        render(out, png, body, blocks)
+        render(out, png, body, blocks, size="1200,700")
 
 
 def traces(groups, scale=1.0):
@@ -127,8 +128,8 @@ def traces(groups, scale=1.0):
     return blocks, "set key title 'thick: first seed; thin: the others'\n", plots
 
 
-def study1(out, res):
-    files = sorted(glob.glob(os.path.join(res, "consistency*", "runs.json")))
+def study1(out, res, files=None):
+    files = files or sorted(glob.glob(os.path.join(res, "consistency*", "runs.json")))
     if not files:
         return print(f"skipped study1_*.png: no {res}/consistency*/runs.json")
     runs, targets = [], {}
@@ -249,6 +250,8 @@ def main():
     ap.add_argument("--out", help="default: RESULTS/plots")
     ap.add_argument("--validate", nargs="+", metavar="FILE",
                     help="sim_validate.py's json files (default: RESULTS/validate_*.json and RESULTS/validate*/validate*.json)")
+    ap.add_argument("--study1", nargs="+", metavar="FILE",
+                    help="sim_study_consistency.py's runs.json files, one commit's (default: RESULTS/consistency*/runs.json)")
     a = ap.parse_args()
     if not shutil.which("gnuplot"):
         sys.exit("sim_plots.py: gnuplot is missing: run `bash scripts/deps.sh gnuplot-nox`")
@@ -260,7 +263,7 @@ def main():
         validation(out, files)
     else:
         print(f"skipped validate_*.png: no {a.results}/validate_*.json or validate*/validate*.json")
-    study1(out, a.results)
+    study1(out, a.results, a.study1)
     study3(out, a.results)
     sim_cost(out, a.results)
 

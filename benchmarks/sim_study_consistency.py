@@ -11,7 +11,8 @@ final RMSE of all runs, so that every run reaches it), and the mean observed sta
       [--data DIR --extra "TRAINER FLAGS"] [--wpn 1,4,16] [--models ...] [--out DIR]
 
 The second cut (REPORT.md) ran strata_gen's 10M ratings: --data ~/.cache/strata/gen/mf-10m-s1
---extra "--rank 32 --clocks-per-epoch 4 --user-order --average-items".
+--extra "--rank 32 --clocks-per-epoch 4 --user-order --average-items"; the third the same at
+--wpn 64 (1,024 workers), --out benchmarks/results/sim/consistency_10m_1024.
 """
 import argparse
 import json

@@ -186,8 +186,8 @@ int main(int argc, char** argv) {
   app.add_option("--trainer", f.trainer, "mf|lda|lasso")->check(CLI::IsMember({"mf", "lda", "lasso"}))->capture_default_str();
   app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file; lasso: a libsvm file "
                  "(default: ~/.cache/strata, lasso: spam.libsvm)");
-  app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->capture_default_str();
-  app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->capture_default_str();
+  app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->check(ex::positive)->capture_default_str();
+  app.add_option("--delay", f.delay_us, "injected latency per message, microseconds (delayed<inproc>)")->check(ex::non_negative)->capture_default_str();
   app.add_option("--platform", f.platform,
                  "run the probes on a simulated cluster (--transport sim; a platform file, examples/platforms/*.txt): their "
                  "workers on its host 0, their times simulated")
@@ -199,13 +199,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--warmup", f.warmup, "iterations of the start-up phase, timed apart (default: mf 5, one epoch + 1; lda 1)");
   app.add_option("--probe-iterations", f.probe_iterations, "iterations per probe")->check(CLI::Range(3u, 100000u))->capture_default_str();
-  app.add_option("--fractions", f.fractions, "data fractions the probes may use")->capture_default_str();
-  app.add_option("--probe-workers", f.probe_workers, "worker counts the probes may use")->capture_default_str();
+  app.add_option("--fractions", f.fractions, "data fractions the probes may use")->check(ex::fraction)->capture_default_str();
+  app.add_option("--probe-workers", f.probe_workers, "worker counts the probes may use")->check(ex::positive)->capture_default_str();
   auto* probe_models = app.add_option("--probe-models", f.probe_models, "consistency models the probes may use (bsp, ssp:S, essp:S, vap, async)")->capture_default_str();
-  app.add_option("--heldout-fractions", f.heldout_fractions, "data fractions to predict")->capture_default_str();
-  app.add_option("--heldout-workers", f.heldout_workers, "worker counts to predict")->capture_default_str();
+  app.add_option("--heldout-fractions", f.heldout_fractions, "data fractions to predict")->check(ex::fraction)->capture_default_str();
+  app.add_option("--heldout-workers", f.heldout_workers, "worker counts to predict")->check(ex::positive)->capture_default_str();
   auto* heldout_models = app.add_option("--heldout-models", f.heldout_models, "consistency models to predict")->capture_default_str();
-  app.add_option("--unbounded-staleness", f.unbounded, "staleness the models assume for async and vap")->capture_default_str();
+  app.add_option("--unbounded-staleness", f.unbounded, "staleness the models assume for async and vap")->check(ex::non_negative)->capture_default_str();
   app.add_option("--target", f.target, "target value of the followed quantity (minimised; LDA's loglik is negated)");
   app.add_option("--optimum", f.optimum, "the followed quantity's optimum f*, when known (default: estimated by profile search)");
   app.add_option("--target-quantile", f.quantile, "without --target: this quantile of the probes' final values")->capture_default_str();
@@ -313,8 +313,12 @@ int main(int argc, char** argv) {
       if (design.chosen.empty()) break;
       probe(remaining.begin() + static_cast<std::ptrdiff_t>(design.chosen.front()));
     }
+    const std::size_t in_budget = probes.size();
     while (probes.size() <= system_f::size && !remaining.empty()) probe(remaining.begin());  // too small a budget: enough to fit
     const double probe_s = seconds_since(t0);
+    if (probes.size() > in_budget)
+      std::printf("strata_plan: --budget %g s bought %zu probe(s), too few for the system model (it needs %zu); ran %zu in %.1f s\n", f.budget,
+                  in_budget, system_f::size, probes.size(), probe_s);
 
     // Fit both models from the probes' trace files.
     std::vector<cost::timing_point> tp, sp;
@@ -337,7 +341,7 @@ int main(int argc, char** argv) {
     const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
     const auto ranked = cost::plan(sys, conv, heldout, f.target,
                                    {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
-    std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %.0f s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
+    std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %g s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
                 probe_s, f.budget, f.target, conv.optimum(), cost::format_plan(ranked).c_str());
 
     strata::json_value probes_json = strata::json_value::array();

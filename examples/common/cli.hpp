@@ -38,6 +38,18 @@ inline const CLI::Validator non_negative{[](std::string& s) -> std::string {
                                          },
                                          "NONNEGATIVE", "non_negative"};
 
+/// A fraction of the data: a number in (0, 1] (strata_plan's --fractions: 2 once padded a subset
+/// with copies of empty ratings).
+inline const CLI::Validator fraction{[](std::string& s) -> std::string {
+                                       char* end = nullptr;
+                                       errno = 0;
+                                       const double v = std::strtod(s.c_str(), &end);
+                                       if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0 || v > 1)
+                                         return "must be a fraction in (0, 1], got '" + s + "'";
+                                       return {};
+                                     },
+                                     "FRACTION", "fraction"};
+
 /// What one worker thread costs before it holds any row: its stack, malloc arena and queues
 /// (measured: `strata_mf --workers N` grows ~2.2 MB per worker).
 inline constexpr std::uint64_t worker_bytes = std::uint64_t{2200} << 10;

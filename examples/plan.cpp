@@ -370,10 +370,24 @@ int main(int argc, char** argv) {
                     c.measured_seconds >= 0 ? ex::fmt("%.2f s", c.measured_seconds).c_str() : "not reached", c.predicted_seconds);
       }
       const auto ev = cost::evaluate(checks);
-      std::printf("strata_plan: median relative error: time/iteration %.1f%%, time to target %.1f%% (%zu configs); pick %s is %.1f%% "
-                  "slower than the measured best %s\n",
-                  100 * ev.median_error_seconds_per_iteration, 100 * ev.median_error_seconds, ev.timed,
-                  checks[ev.pick].config.describe().c_str(), 100 * ev.pick_slowdown, checks[ev.best].config.describe().c_str());
+      // Every case in words: no NaN or inf percentages (a target none reached once printed "nan% slower").
+      const std::string to_target = ev.timed > 0 ? ex::fmt("time to target %.1f%% (%zu configs)", 100 * ev.median_error_seconds, ev.timed)
+                                                 : std::string("time to target: no configuration both predicted and measured to reach it");
+      const bool any_reached = std::any_of(checks.begin(), checks.end(), [](const auto& c) { return c.measured_seconds >= 0; });
+      const bool any_predicted = std::any_of(checks.begin(), checks.end(), [](const auto& c) { return std::isfinite(c.predicted_seconds); });
+      std::string verdict;
+      if (!any_reached)
+        verdict = ex::fmt("no measured configuration reached the target %g in %u iterations: the pick cannot be judged", f.target, f.measure_iterations);
+      else if (!any_predicted)
+        verdict = "the model predicted no configuration to reach the target: there is no pick; the measured best is " + checks[ev.best].config.describe();
+      else if (!std::isfinite(ev.pick_slowdown))
+        verdict = "pick " + checks[ev.pick].config.describe() + " did not reach the target in the measured run; the measured best is " +
+                  checks[ev.best].config.describe();
+      else
+        verdict = ex::fmt("pick %s is %.1f%% slower than the measured best %s", checks[ev.pick].config.describe().c_str(), 100 * ev.pick_slowdown,
+                          checks[ev.best].config.describe().c_str());
+      std::printf("strata_plan: median relative error: time/iteration %.1f%%, %s; %s\n", 100 * ev.median_error_seconds_per_iteration,
+                  to_target.c_str(), verdict.c_str());
       out.set("heldout", cost::to_json(checks, ev));
     }
     out_file.write(out.dump() + '\n');

@@ -8,7 +8,8 @@
 /// the unconstrained least-squares problem on the columns of P, and, while that solution has a
 /// non-positive entry, steps back towards it only as far as feasibility allows and drops the
 /// columns that reach 0. It ends when every w_j ≤ tol outside P: the KKT conditions (x ≥ 0,
-/// w ≤ 0 where x = 0, w = 0 where x > 0) then hold to rounding.
+/// w ≤ 0 where x = 0, w = 0 where x > 0) then hold to rounding. It works on A with its columns
+/// scaled to unit norm, so a column's size does not decide whether it may enter.
 ///
 /// The subproblems are solved by Householder QR with column pivoting; a column whose pivot is
 /// negligible (A rank-deficient on P) is held at 0, so rank-deficient A gives one of the minimisers
@@ -29,8 +30,9 @@ namespace strata::cost {
 
 /// Settings of nnls(); the defaults suit problems of a few hundred rows and tens of columns.
 struct nnls_options {
-  /// Dual tolerance: stop when every w_j ≤ tol outside the passive set. 0: automatic,
-  /// 10·ε·max(m, n)·‖A‖_F·‖b‖₂ (the scale of Aᵀb's rounding error).
+  /// Dual tolerance: stop when every w_j / ‖A_j‖ ≤ tol outside the passive set (the dual of A with
+  /// its columns scaled to unit norm). 0: automatic, 10·ε·max(m, n)·√n·‖b‖₂ (the scale of the
+  /// scaled Aᵀb's rounding error).
   double tolerance = 0;
   /// Outer steps allowed before giving up (0: 3·n + 30; Lawson–Hanson needs about n in practice).
   std::size_t max_iterations = 0;
@@ -42,8 +44,8 @@ struct nnls_result {
   double residual_norm = 0;       ///< ‖Ax − b‖₂
   std::size_t iterations = 0;     ///< outer steps taken (columns moved into the passive set)
   bool converged = false;         ///< false when max_iterations ran out first (x is feasible, maybe not optimal)
-  xt::xtensor<double, 1> dual;    ///< w = Aᵀ(b − Ax) at the end (≤ tol where x = 0, ≈ 0 where x > 0)
-  double tolerance = 0;           ///< the dual tolerance used
+  xt::xtensor<double, 1> dual;    ///< w = Aᵀ(b − Ax) at the end (w_j / ‖A_j‖ ≤ tol where x = 0, ≈ 0 where x > 0)
+  double tolerance = 0;           ///< the dual tolerance used (on the unit-norm columns' duals)
 };
 
 namespace detail {
@@ -144,25 +146,41 @@ inline nnls_result nnls(const xt::xtensor<double, 2>& A, const xt::xtensor<doubl
   if (b.shape(0) != m)
     throw error(errc::bad_input, "nnls: A has " + std::to_string(m) + " rows but b has " + std::to_string(b.shape(0)) + " entries");
   if (n == 0) throw error(errc::bad_input, "nnls: A has no columns");
-  double normA = 0, normb = 0;
+  double normb = 0;
   for (std::size_t i = 0; i < m; ++i) {
     if (!std::isfinite(b(i))) throw error(errc::bad_input, "nnls: b[" + std::to_string(i) + "] is not finite");
     normb += b(i) * b(i);
     for (std::size_t j = 0; j < n; ++j) {
       if (!std::isfinite(A(i, j)))
         throw error(errc::bad_input, "nnls: A[" + std::to_string(i) + "][" + std::to_string(j) + "] is not finite");
-      normA += A(i, j) * A(i, j);
     }
   }
+  // Columns scaled to unit norm (a zero column stays 0): the dual test compares w_j across columns,
+  // and with A's own scales a column 1e-6 the size of the others never passed the tolerance (scipy
+  // reached residuals up to 1% smaller on such problems). x and w are scaled back at the end.
+  std::vector<double> scale(n, 1.0);
+  for (std::size_t j = 0; j < n; ++j) {
+    double c = 0;
+    for (std::size_t i = 0; i < m; ++i) c += A(i, j) * A(i, j);
+    if (c > 0) scale[j] = 1 / std::sqrt(c);
+  }
+  xt::xtensor<double, 2> As = A;
+  double normAs = 0;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j) As(i, j) *= scale[j], normAs += As(i, j) * As(i, j);
   nnls_result res;
   res.tolerance = opt.tolerance > 0 ? opt.tolerance
                                     : 10 * std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(m, n)) *
-                                          std::sqrt(normA) * std::sqrt(normb);
+                                          std::sqrt(normAs) * std::sqrt(normb);
+  auto unscaled = [&](nnls_result r) {
+    for (std::size_t j = 0; j < n; ++j) r.x(j) *= scale[j], r.dual(j) /= scale[j];
+    return r;
+  };
   const std::size_t max_it = opt.max_iterations ? opt.max_iterations : 3 * n + 30;
   res.x = xt::zeros<double>({n});
   res.dual = xt::zeros<double>({n});
   std::vector<char> passive(n, 0);
-  detail::nnls_dual(A, b, res.x, res.dual, res.residual_norm);
+  detail::nnls_dual(As, b, res.x, res.dual, res.residual_norm);
 
   while (res.iterations < max_it) {
     // Candidates: columns outside P with w_j > tol, largest first. A candidate whose own
@@ -181,7 +199,7 @@ inline nnls_result nnls(const xt::xtensor<double, 2>& A, const xt::xtensor<doubl
       std::vector<std::size_t> cols;
       for (std::size_t j = 0; j < n; ++j)
         if (passive[j]) cols.push_back(j);
-      auto z = detail::nnls_subproblem(A, b, cols);
+      auto z = detail::nnls_subproblem(As, b, cols);
       const auto pos_t = static_cast<std::size_t>(std::find(cols.begin(), cols.end(), t) - cols.begin());
       if (!(z[pos_t] > 0)) {
         passive[t] = 0;
@@ -216,7 +234,7 @@ inline nnls_result nnls(const xt::xtensor<double, 2>& A, const xt::xtensor<doubl
           z.clear();
           break;
         }
-        z = detail::nnls_subproblem(A, b, cols);
+        z = detail::nnls_subproblem(As, b, cols);
       }
       for (std::size_t j = 0; j < n; ++j) res.x(j) = 0;
       for (std::size_t c = 0; c < cols.size(); ++c) res.x(cols[c]) = std::max(0.0, z[c]);
@@ -224,17 +242,17 @@ inline nnls_result nnls(const xt::xtensor<double, 2>& A, const xt::xtensor<doubl
         if (!(z[c] > 0)) passive[cols[c]] = 0;
       break;
     }
-    detail::nnls_dual(A, b, res.x, res.dual, res.residual_norm);
+    detail::nnls_dual(As, b, res.x, res.dual, res.residual_norm);
     if (!moved) {
       res.converged = true;
-      return res;
+      return unscaled(std::move(res));
     }
   }
   // The limit ran out; converged if the last step happened to satisfy the conditions.
   bool kkt = true;
   for (std::size_t j = 0; j < n; ++j) kkt = kkt && (passive[j] || res.dual(j) <= res.tolerance);
   res.converged = kkt;
-  return res;
+  return unscaled(std::move(res));
 }
 
 /// Unconstrained least squares min ‖Ax − b‖₂ by Householder QR with column pivoting (the solver of

@@ -332,7 +332,8 @@ int main(int argc, char** argv) {
     }
     const auto sys = cost::system_model<system_f>::fit(tp);
     const auto startup = cost::system_model<system_f>::fit(sp);
-    const auto conv = cost::convergence_model<convergence_f>::fit(pp, {.optimum = f.optimum});
+    // Every quantity followed is >= 0 (RMSE, per-item loss, -loglik per token, Lasso's F and gap): f* too.
+    const auto conv = cost::convergence_model<convergence_f>::fit(pp, {.optimum = f.optimum, .lower_bound = 0.0});
     if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
       std::sort(finals.begin(), finals.end());
       f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];

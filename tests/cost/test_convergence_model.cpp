@@ -86,6 +86,33 @@ TEST_CASE("convergence model: estimates the optimum and predicts iterations to a
   CHECK(*m.iterations_to(1.0, b) > *m.iterations_to(1.0, a));
 }
 
+TEST_CASE("convergence model: a lower bound keeps the estimated optimum at or above it") {
+  // A quantity that cannot go below 0 (an RMSE, a duality gap), probed for 7 iterations while it
+  // still falls in a straight line, 1.0 -> 0.3: left free, the profile search puts f* far below 0
+  // (a straight line is the limit of f* -> -inf); bounded by 0, it stays at or above 0.
+  std::vector<cost::progress_point> pts;
+  for (double m : {1, 2, 4})
+    for (double s : {0.0, 2.0})
+      for (int i = 1; i <= 7; ++i) {
+        cost::probe_point p;
+        p.workers = m, p.staleness = s, p.iteration = i;
+        pts.push_back({p, 1.0 - 0.1 * i, "line:" + std::to_string(i)});
+      }
+  const auto free_fit = cost::convergence_model<F>::fit(pts);
+  const auto bounded = cost::convergence_model<F>::fit(pts, {.lower_bound = 0.0});
+  INFO("free f* " << free_fit.optimum() << ", bounded f* " << bounded.optimum());
+  CHECK(free_fit.optimum() < 0);
+  CHECK(bounded.optimum() >= 0);
+  cost::probe_point p;
+  p.workers = 2, p.iteration = 5;
+  CHECK(bounded.predict(p) > 0);
+  // Values that already reach the bound leave nothing to model: an error saying so.
+  auto flat = pts;
+  for (auto& q : flat) q.value = std::max(q.value - 10.0, -1.0);
+  CHECK_THROWS_WITH_AS((void)cost::convergence_model<F>::fit(flat, {.lower_bound = 0.0}), doctest::Contains("is not above the optimum's lower bound"),
+                       strata::error);
+}
+
 TEST_CASE("convergence model: too few points, non-finite values and a wrong optimum are errors") {
   const std::array<double, 5> beta{0.5, -0.8, -0.02, 0.05, 0.1};
   auto pts = curves(beta, 0.7, 0.0, 30);

@@ -105,6 +105,10 @@ struct convergence_fit_options {
   double optimum = std::numeric_limits<double>::quiet_NaN();
   /// Points of iterations below this are left out (iteration 0 is the initial state; log 0 is −∞).
   double min_iteration = 1;
+  /// The estimated f* is kept at or above this (0 for a quantity that cannot be negative: an RMSE,
+  /// a duality gap, a negated log-likelihood); −∞: no bound. Short probes left free once fitted
+  /// f* = −0.09 for an RMSE.
+  double lower_bound = -std::numeric_limits<double>::infinity();
 };
 
 /// The fitted convergence model with features policy F.
@@ -139,13 +143,19 @@ class convergence_model {
                                            std::to_string(opt.optimum));
       best = fit_at(use, opt.optimum);
     } else {
+      if (!(lo > opt.lower_bound))
+        throw error(errc::bad_input, "convergence model: the best value seen, " + std::to_string(lo) + ", is not above the optimum's lower bound " +
+                                         std::to_string(opt.lower_bound) + " (the runs reached the optimum: nothing is left to model)");
       const double range = std::max(hi - lo, 1e-12 * std::max(1.0, std::abs(lo)));
       double best_sse = std::numeric_limits<double>::infinity();
       for (double d = 1e-3; d <= 20; d *= 1.25) {  // geometric grid of gaps below the best value seen
-        auto m = fit_at(use, lo - d * range);
+        double f = lo - d * range;
+        if (f < opt.lower_bound) f = opt.lower_bound;  // past the bound: try the bound itself, then stop
+        auto m = fit_at(use, f);
         double sse = 0;
         for (const auto& p : use) sse += (m.predict(p.at) - p.value) * (m.predict(p.at) - p.value);
         if (sse < best_sse) best_sse = sse, best = std::move(m);
+        if (f == opt.lower_bound) break;
       }
     }
     best.points_.assign(points.begin(), points.end());

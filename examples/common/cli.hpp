@@ -14,41 +14,31 @@
 
 namespace strata::examples {
 
+/// A validator of one number: `ok(v)` for a finite v that parses whole, else "must be `want`, got 's'".
+template <class Ok>
+CLI::Validator number_check(Ok ok, std::string want, std::string description, std::string name) {
+  return CLI::Validator{[ok, want](std::string& s) -> std::string {
+                          char* end = nullptr;
+                          errno = 0;
+                          const double v = std::strtod(s.c_str(), &end);
+                          if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || !ok(v))
+                            return "must be " + want + ", got '" + s + "'";
+                          return {};
+                        },
+                        description, name};
+}
+
 /// A number > 0. (CLI11's PositiveNumber reports a bad value as "not in range 0.000000 to " and the
 /// largest double written out in 309 digits.)
-inline const CLI::Validator positive{[](std::string& s) -> std::string {
-                                       char* end = nullptr;
-                                       errno = 0;
-                                       const double v = std::strtod(s.c_str(), &end);
-                                       if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0)
-                                         return "must be a number > 0, got '" + s + "'";
-                                       return {};
-                                     },
-                                     "POSITIVE", "positive"};
+inline const CLI::Validator positive = number_check([](double v) { return v > 0; }, "a number > 0", "POSITIVE", "positive");
 
 /// A finite number >= 0 (staleness, delays, weights: a negative or NaN value has no meaning and
 /// a negative staleness bound would make SSP/ESSP wait forever).
-inline const CLI::Validator non_negative{[](std::string& s) -> std::string {
-                                           char* end = nullptr;
-                                           errno = 0;
-                                           const double v = std::strtod(s.c_str(), &end);
-                                           if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v < 0)
-                                             return "must be a finite number >= 0, got '" + s + "'";
-                                           return {};
-                                         },
-                                         "NONNEGATIVE", "non_negative"};
+inline const CLI::Validator non_negative = number_check([](double v) { return v >= 0; }, "a finite number >= 0", "NONNEGATIVE", "non_negative");
 
 /// A fraction of the data: a number in (0, 1] (strata_plan's --fractions: 2 once padded a subset
 /// with copies of empty ratings).
-inline const CLI::Validator fraction{[](std::string& s) -> std::string {
-                                       char* end = nullptr;
-                                       errno = 0;
-                                       const double v = std::strtod(s.c_str(), &end);
-                                       if (end == s.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v <= 0 || v > 1)
-                                         return "must be a fraction in (0, 1], got '" + s + "'";
-                                       return {};
-                                     },
-                                     "FRACTION", "fraction"};
+inline const CLI::Validator fraction = number_check([](double v) { return v > 0 && v <= 1; }, "a fraction in (0, 1]", "FRACTION", "fraction");
 
 /// What one worker thread costs before it holds any row: its stack, malloc arena and queues
 /// (measured: `strata_mf --workers N` grows ~2.2 MB per worker).

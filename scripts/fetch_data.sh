@@ -27,6 +27,9 @@
 #   diabetes.libsvm    scikit-learn's diabetes data (Debian python3-sklearn, BSD; 442 x 10, the
 #                      LARS paper's), raw features, target = disease progression. strata_lasso
 #                      --data diabetes standardises the columns and centres the target.
+#   breast_cancer.libsvm  scikit-learn's breast cancer data (BSD; 569 x 30, Wisconsin diagnostic),
+#                      columns standardised (mean 0, variance 1), label +1 benign / -1 malignant:
+#                      strata_cocoa's linear SVM.
 #   spam.libsvm        the spam bag of words above as a design matrix: row d = document d, value =
 #                      log(1 + count), label 1 for spam, 0 for ham (strata_lasso centres it).
 set -euo pipefail
@@ -185,7 +188,7 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 fetch_lasso() {
-  if [ -s "$DATA/diabetes.libsvm" ] && [ -s "$DATA/spam.libsvm" ]; then echo "lasso: cached in $DATA"; return 0; fi
+  if [ -s "$DATA/diabetes.libsvm" ] && [ -s "$DATA/breast_cancer.libsvm" ] && [ -s "$DATA/spam.libsvm" ]; then echo "lasso: cached in $DATA"; return 0; fi
   # Debian's interpreter, where python3-sklearn lives (a python3 earlier on PATH may lack it).
   local py=/usr/bin/python3 src
   [ -x "$py" ] || py=python3
@@ -204,6 +207,15 @@ assert len(X) == len(y) == 442, (len(X), len(y))
 with open(os.path.join(out, "diabetes.libsvm"), "w") as f:
     for x, t in zip(X, y):
         f.write(t[0] + " " + " ".join(f"{j + 1}:{v}" for j, v in enumerate(x)) + "\n")
+with open(os.path.join(src, "breast_cancer.csv")) as f:
+    head = f.readline().split(",")
+    B = [[float(v) for v in l.split(",")] for l in f if l.strip()]
+assert len(B) == int(head[0]) == 569 and len(B[0]) == 31, (len(B), head)
+m = [sum(r[j] for r in B) / len(B) for j in range(30)]
+sd = [math.sqrt(sum((r[j] - m[j]) ** 2 for r in B) / len(B)) for j in range(30)]
+with open(os.path.join(out, "breast_cancer.libsvm"), "w") as f:
+    for r in B:
+        f.write(("+1" if r[30] == 1 else "-1") + " " + " ".join(f"{j + 1}:{(r[j] - m[j]) / sd[j]:.17g}" for j in range(30)) + "\n")
 lab = [l.strip() for l in open(labels)]
 with open(docword) as f:
     D, W, N = (int(f.readline()) for _ in range(3))
@@ -214,9 +226,10 @@ with open(docword) as f:
 with open(os.path.join(out, "spam.libsvm"), "w") as f:
     for d in range(D):
         f.write(("1" if lab[d] == "spam" else "0") + (" " if docs[d] else "") + " ".join(docs[d]) + "\n")
-print(f"lasso: diabetes 442 x 10; spam {D} x {W}, {N} nonzeros")
+print(f"lasso: diabetes 442 x 10; breast_cancer 569 x 30; spam {D} x {W}, {N} nonzeros")
 EOF
   mv "$tmp/diabetes.libsvm" "$DATA/diabetes.libsvm"
+  mv "$tmp/breast_cancer.libsvm" "$DATA/breast_cancer.libsvm"
   mv "$tmp/spam.libsvm" "$DATA/spam.libsvm"   # last: marks the set complete
   echo "lasso: written to $DATA"
 }
@@ -237,7 +250,7 @@ if [ "$what" != movielens ]; then
     "$DATA/docword.spam.txt"
   echo "spam: $(grep -c '^spam$' "$DATA/labels.spam.txt") spam, $(grep -c '^ham$' "$DATA/labels.spam.txt") ham"
 fi
-for f in ratings.txt ratings.train.txt ratings.test.txt docword.spam.txt vocab.spam.txt labels.spam.txt diabetes.libsvm spam.libsvm; do
+for f in ratings.txt ratings.train.txt ratings.test.txt docword.spam.txt vocab.spam.txt labels.spam.txt diabetes.libsvm breast_cancer.libsvm spam.libsvm; do
   [ -f "$DATA/$f" ] && printf '%8s  %s\n' "$(du -h "$DATA/$f" | cut -f1)" "$DATA/$f"
 done
 exit 0

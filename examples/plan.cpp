@@ -30,6 +30,7 @@
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/ml/io/ratings.hpp>
 #include <strata/ml/lasso.hpp>
+#include <trainers/cocoa_trainer.hpp>
 #include <trainers/lasso_trainer.hpp>
 #include <trainers/lda_trainer.hpp>
 #include <trainers/mf_trainer.hpp>
@@ -51,6 +52,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -59,6 +61,8 @@ namespace ml = strata::ml;
 namespace cost = strata::cost;
 using system_f = cost::with_sync<cost::with_push<cost::with_staleness<cost::with_cores<cost::ernest_features>>>>;
 using convergence_f = cost::with_scale<cost::with_staleness_drag<cost::hemingway_features>>;
+/// CoCoA+: the rate of decay also changes with m (σ' = m damps every worker's steps): i/m.
+using cocoa_convergence_f = cost::with_rate_per_worker<convergence_f>;
 
 struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
@@ -71,6 +75,9 @@ struct flags {
   std::uint32_t batch = 64, evaluate_every = 50;  // lasso
   bool standardize = false;                       // lasso
   ex::lasso_scheduler_options sched;              // lasso
+  std::string loss = "squared";                   // cocoa
+  double cocoa_lambda = 1e-2, local_passes = 1;   // cocoa
+  bool binarize = false;                          // cocoa
   std::vector<double> fractions{0.1, 0.2, 0.3}, probe_workers{1, 2, 3}, heldout_fractions{1.0}, heldout_workers{1, 2, 3, 4};
   std::vector<std::string> probe_models{"bsp", "ssp:2", "essp:2"}, heldout_models{"bsp", "ssp:1", "ssp:3", "essp:1", "essp:3", "vap", "async"};
   bool measure = false;
@@ -91,7 +98,7 @@ std::vector<std::size_t> subset(std::size_t n, double s, std::uint64_t seed) {
 struct workload {
   ml::io::rating_set train, test;  // mf
   ml::lda_corpus corpus;           // lda
-  ml::io::libsvm_data rows;        // lasso
+  ml::io::libsvm_data rows;        // lasso, cocoa
   const flags* f = nullptr;
 
   /// Runs `p` for `iterations` and writes its trace to `file`.
@@ -107,13 +114,18 @@ struct workload {
       so.transport = "sim";
       so.platform = f->platform;
       so.sim_cpu = f->sim_cpu;
+      if (f->trainer == "cocoa") {  // CoCoA+'s m is machines: one worker on each of m hosts
+        so.nodes = so.workers;
+        so.workers = 1;
+      }
     }
     so.resolve();
     auto cfg = ex::run_config(so, f->trainer, iterations);
     cfg.set("scale", p.scale).set("cores", p.cores);
-    const auto its = f->trainer == "mf"    ? run_mf(so, p.scale, iterations, cfg)
-                     : f->trainer == "lda" ? run_lda(so, p.scale, iterations, cfg)
-                                           : run_lasso(so, p.scale, iterations, cfg);
+    const auto its = f->trainer == "mf"      ? run_mf(so, p.scale, iterations, cfg)
+                     : f->trainer == "lda"   ? run_lda(so, p.scale, iterations, cfg)
+                     : f->trainer == "cocoa" ? run_cocoa(so, p.scale, iterations, cfg)
+                                             : run_lasso(so, p.scale, iterations, cfg);
     strata::trace_writer tw(file, cfg);
     tw.write(its);
     tw.close();
@@ -140,12 +152,13 @@ struct workload {
     return ex::with_system(so, [&](auto& sys) { return ml::train_lda(sys, sub, o); }).iterations;
   }
 
-  /// Lasso: `iterations` trace points after the first, `evaluate_every` rounds apart (no early
-  /// stop); the trace's iteration k is round k × evaluate_every. F is per row already (no "size").
-  std::vector<strata::iteration_record> run_lasso(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+  /// The rows of a fraction `scale` of `rows` (the same subset for every run of that fraction).
+  ml::io::libsvm_data row_subset(double scale) const {
     ml::io::libsvm_data sub;
     sub.num_features = rows.num_features;  // every column, some perhaps empty in a small subset
-    for (auto i : subset(rows.num_rows(), scale, f->seed)) {
+    auto keep = subset(rows.num_rows(), scale, f->seed);
+    std::sort(keep.begin(), keep.end());  // the file's order: the full fraction is the trainer's own data, row for row
+    for (auto i : keep) {
       const auto idx = rows.row_indices(i);
       const auto val = rows.row_values(i);
       sub.labels.push_back(rows.labels[i]);
@@ -153,7 +166,24 @@ struct workload {
       sub.values.insert(sub.values.end(), val.begin(), val.end());
       sub.row_offsets.push_back(sub.indices.size());
     }
-    const auto prob = ml::lasso_problem::from(sub, {.center_y = true, .standardize_x = f->standardize});
+    return sub;
+  }
+
+  /// CoCoA+: one round per iteration, the true model's duality gap after every round.
+  std::vector<strata::iteration_record> run_cocoa(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+    ml::cocoa_trainer_options o;
+    o.objective.loss = f->loss == "hinge" ? ml::cocoa_loss::hinge : ml::cocoa_loss::squared;
+    o.objective.lambda2 = f->cocoa_lambda;
+    o.iterations = iterations, o.seed = f->seed, o.local_passes = f->local_passes, o.eval_every = 1;
+    const auto data = ml::cocoa_prepare(row_subset(scale), o.objective, {}, f->data);
+    cfg.set("examples", data.size()).set("features", data.d).set("loss", f->loss).set("lambda", f->cocoa_lambda).set("local_passes", o.local_passes);
+    return ex::with_system(so, [&](auto& sys) { return ml::train_cocoa(sys, data, o); }).iterations;
+  }
+
+  /// Lasso: `iterations` trace points after the first, `evaluate_every` rounds apart (no early
+  /// stop); the trace's iteration k is round k × evaluate_every. F is per row already (no "size").
+  std::vector<strata::iteration_record> run_lasso(const ex::system_options& so, double scale, std::uint32_t iterations, strata::json_value& cfg) const {
+    const auto prob = ml::lasso_problem::from(row_subset(scale), {.center_y = true, .standardize_x = f->standardize});
     ml::lasso_trainer_options o;
     o.lambda_fraction = f->lambda_fraction, o.batch = f->batch, o.evaluate_every = f->evaluate_every, o.tolerance = 0;
     o.rounds = std::uint64_t{iterations} * f->evaluate_every + 1;  // evaluations at rounds 0, E, ..., iterations × E
@@ -183,7 +213,7 @@ std::vector<cost::model_choice> parse_models(const std::vector<std::string>& nam
 int main(int argc, char** argv) {
   CLI::App app("strata_plan: predict the fastest configuration from short probe runs (Hemingway/Ernest cost models)");
   flags f;
-  app.add_option("--trainer", f.trainer, "mf|lda|lasso")->check(CLI::IsMember({"mf", "lda", "lasso"}))->capture_default_str();
+  app.add_option("--trainer", f.trainer, "mf|lda|lasso|cocoa")->check(CLI::IsMember({"mf", "lda", "lasso", "cocoa"}))->capture_default_str();
   app.add_option("--data", f.data, "mf: folder with ratings.train/test.txt; lda: a docword file; lasso: a libsvm file "
                  "(default: ~/.cache/strata, lasso: spam.libsvm)");
   app.add_option("--budget", f.budget, "seconds of probe runs (the design's budget)")->check(ex::positive)->capture_default_str();
@@ -227,6 +257,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"round_robin", "random", "priority", "filtered", "random-filtered"}))->capture_default_str();
   app.add_option("--rho", f.sched.rho, "lasso, filtered schedulers: reject |correlation| >= rho")->capture_default_str();
   app.add_flag("--standardize", f.standardize, "lasso: centre and scale each column (kept sparse)");
+  app.add_option("--loss", f.loss, "cocoa: hinge (labels +1/-1; see --binarize) or squared")->check(CLI::IsMember({"hinge", "squared"}))->capture_default_str();
+  app.add_option("--lambda", f.cocoa_lambda, "cocoa: λ, the L2 weight")->check(ex::positive)->capture_default_str();
+  app.add_option("--local-passes", f.local_passes, "cocoa: SDCA steps per round, as passes over a worker's examples")->check(ex::positive)->capture_default_str();
+  app.add_flag("--binarize", f.binarize, "cocoa: labels > 0 become +1, the others -1");
   app.add_option("--seed", f.seed, "random seed (runs, data subsets, bootstrap)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -234,7 +268,8 @@ int main(int argc, char** argv) {
     const double cores = std::max(1u, std::thread::hardware_concurrency());
     workload w;
     w.f = &f;
-    if (f.data.empty()) f.data = ex::default_data_dir() + (f.trainer == "lda" ? "/docword.spam.txt" : f.trainer == "lasso" ? "/spam.libsvm" : "");
+    if (f.data.empty())
+      f.data = ex::default_data_dir() + (f.trainer == "lda" ? "/docword.spam.txt" : f.trainer == "lasso" ? "/spam.libsvm" : f.trainer == "cocoa" ? "/breast_cancer.libsvm" : "");
     if (f.trainer == "mf") {
       w.train = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.train.txt");
       w.test = ml::io::read_ratings(std::filesystem::path(f.data) / "ratings.test.txt");
@@ -243,6 +278,13 @@ int main(int argc, char** argv) {
       w.corpus = ml::lda_corpus::from(ml::io::read_bag_of_words(std::filesystem::path(f.data)), f.max_docs);
       ex::check_memory(f.data, static_cast<long double>(w.corpus.tokens()) * 4,
                        std::to_string(w.corpus.tokens()) + " tokens' topic assignments (4 bytes per token)");
+    } else if (f.trainer == "cocoa") {
+      w.rows = ml::io::read_libsvm(std::filesystem::path(f.data));
+      if (f.binarize)
+        for (double& y : w.rows.labels) y = y > 0 ? 1.0 : -1.0;
+      // CoCoA+ is a synchronous algorithm: the plan is over m (and data fractions) under BSP unless asked.
+      if (probe_models->count() == 0) f.probe_models = {"bsp"};
+      if (heldout_models->count() == 0) f.heldout_models = {"bsp"};
     } else {
       const std::size_t max_message = strata::system_config{}.max_message;
       w.rows = ml::io::read_libsvm(std::filesystem::path(f.data), {ml::lasso_max_columns(max_message), ml::lasso_columns_why(max_message)});
@@ -332,18 +374,29 @@ int main(int argc, char** argv) {
     }
     const auto sys = cost::system_model<system_f>::fit(tp);
     const auto startup = cost::system_model<system_f>::fit(sp);
-    // Every quantity followed is >= 0 (RMSE, per-item loss, -loglik per token, Lasso's F and gap): f* too.
-    const auto conv = cost::convergence_model<convergence_f>::fit(pp, {.optimum = f.optimum, .lower_bound = 0.0});
     if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
       std::sort(finals.begin(), finals.end());
       f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];
     }
-
     const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
-    const auto ranked = cost::plan(sys, conv, heldout, f.target,
-                                   {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
+    // Every quantity followed is >= 0 (RMSE, per-item loss, -loglik per token, Lasso's and CoCoA+'s gap): f* too.
+    // CoCoA+'s convergence model has its own features (cocoa_convergence_f).
+    std::vector<cost::plan_entry> ranked;
+    strata::json_value conv_json;
+    double optimum = 0;
+    auto fit_and_rank = [&]<class CF>(std::type_identity<CF>) {
+      const auto conv = cost::convergence_model<CF>::fit(pp, {.optimum = f.optimum, .lower_bound = 0.0});
+      ranked = cost::plan(sys, conv, heldout, f.target,
+                          {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
+      conv_json = conv.to_json();
+      optimum = conv.optimum();
+    };
+    if (f.trainer == "cocoa")
+      fit_and_rank(std::type_identity<cocoa_convergence_f>{});
+    else
+      fit_and_rank(std::type_identity<convergence_f>{});
     std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %g s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
-                probe_s, f.budget, f.target, conv.optimum(), cost::format_plan(ranked).c_str());
+                probe_s, f.budget, f.target, optimum, cost::format_plan(ranked).c_str());
 
     strata::json_value probes_json = strata::json_value::array();
     for (std::size_t k = 0; k < probes.size(); ++k)
@@ -353,7 +406,7 @@ int main(int argc, char** argv) {
                                 .set("trace", probes[k].file));
     auto out = strata::json_value::object();
     out.set("trainer", f.trainer).set("quantity", f.quantity).set("target", f.target).set("probe_seconds", probe_s).set("budget", f.budget)
-        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", sys.to_json()).set("startup_model", startup.to_json()).set("convergence_model", conv.to_json())
+        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", sys.to_json()).set("startup_model", startup.to_json()).set("convergence_model", std::move(conv_json))
         .set("ranking", cost::to_json(ranked));
 
     if (f.measure) {

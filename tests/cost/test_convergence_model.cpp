@@ -86,6 +86,30 @@ TEST_CASE("convergence model: estimates the optimum and predicts iterations to a
   CHECK(*m.iterations_to(1.0, b) > *m.iterations_to(1.0, a));
 }
 
+TEST_CASE("convergence model with i/m: a rate b + c/m (CoCoA+'s) is recovered, and iterations to a target at an unprobed m follow it") {
+  using G = cost::with_rate_per_worker<cost::hemingway_features>;
+  // log(gap) = 0.3 - (0.05 + 0.6/m) i: from m = 1, 2, 4 predict m = 16, where the rate is 0.0875.
+  std::vector<cost::progress_point> pts;
+  for (double m : {1, 2, 4})
+    for (int i = 1; i <= 20; ++i) {
+      cost::probe_point p;
+      p.workers = m, p.iteration = i;
+      pts.push_back({p, std::exp(0.3 - (0.05 + 0.6 / m) * i), "m" + std::to_string(static_cast<int>(m)) + ":" + std::to_string(i)});
+    }
+  const auto g = cost::convergence_model<G>::fit(pts, {.optimum = 0.0});
+  CHECK(g.beta()[G::size - 1] == doctest::Approx(-0.6).epsilon(1e-8));
+  CHECK(g.beta()[2] == doctest::Approx(-0.05).epsilon(1e-8));
+  cost::probe_point q;
+  q.workers = 16;
+  const auto it = g.iterations_to(std::exp(0.3 - 0.0875 * 50), q, 1000);
+  REQUIRE(it.has_value());
+  CHECK(*it == doctest::Approx(50).epsilon(0.02));
+  // Without the term, Hemingway's features bend the curve (m log i) and miss the rate at m = 16.
+  const auto h = cost::convergence_model<cost::hemingway_features>::fit(pts, {.optimum = 0.0});
+  const auto ih = h.iterations_to(std::exp(0.3 - 0.0875 * 50), q, 1000);
+  CHECK((!ih || std::abs(*ih - 50) > 5));
+}
+
 TEST_CASE("convergence model: a lower bound keeps the estimated optimum at or above it") {
   // A quantity that cannot go below 0 (an RMSE, a duality gap), probed for 7 iterations while it
   // still falls in a straight line, 1.0 -> 0.3: left free, the profile search puts f* far below 0

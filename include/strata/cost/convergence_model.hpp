@@ -91,6 +91,28 @@ struct with_scale {
   }
 };
 
+/// F plus i/m: the rate of decay depends on the number of workers m. CoCoA+'s bound (Ma et al.
+/// 2015, Theorem 2, smooth losses) contracts the dual gap per round by about λn / (σ'σ_k + λn),
+/// σ' = m and σ_k the spectral norm of a worker's examples: constant while mσ_k ≪ λn and falling
+/// like 1/m past it, so log(gap) ≈ a − (b + c/m)·i spans both ends with the "i" term Hemingway's
+/// features already have. (Chosen from the theorem, before any held-out run was measured.)
+template <convergence_features F>
+struct with_rate_per_worker {
+  static constexpr std::size_t size = F::size + 1;
+  static std::array<std::string_view, size> names() {
+    std::array<std::string_view, size> n{};
+    std::ranges::copy(F::names(), n.begin());
+    n[F::size] = "i/m";
+    return n;
+  }
+  static std::array<double, size> features(const probe_point& p) {
+    std::array<double, size> x{};
+    std::ranges::copy(F::features(p), x.begin());
+    x[F::size] = p.iteration / p.workers;
+    return x;
+  }
+};
+
 /// One iteration of a probe run: its configuration with `at.iteration` = i, and the objective f(i)
 /// (to be minimised; normalised per data item so runs on different fractions compare).
 struct progress_point {

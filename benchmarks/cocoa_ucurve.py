@@ -11,8 +11,8 @@ Per seed (1..3 by default), interleaved: every m of --ms is trained to the targe
 --platform, one worker each), then strata_plan --trainer cocoa probes (--fractions x
 --probe-workers, 12 rounds each, within --budget seconds) and predicts every m. The target is a
 duality gap of --target-rel x P*, P* from a one-worker run to a relative gap of 1e-9 before any
-timing. Each measured run goes on to a gap 100x below the target (a few more rounds), so that its
-time per round is not only its first, slower rounds. Time to target is read from the true model's gap (--eval-every 1), time per round is the
+timing. Each measured run goes on to a gap --overshoot x the target (default 100x below: a few more
+rounds), so that its time per round is not only its first, slower rounds. Time to target is read from the true model's gap (--eval-every 1), time per round is the
 trace's mean after the first round (as the planner's timing_of).
 
 Naive predictors, from the same probes the model saw: "nearest probe" (the full-data probe whose m
@@ -43,9 +43,11 @@ ap.add_argument("--budget", type=float, default=20)
 ap.add_argument("--seeds", default="1,2,3")
 ap.add_argument("--target-rel", type=float, default=1e-5)
 ap.add_argument("--max-rounds", type=int, default=400)
+ap.add_argument("--overshoot", type=float, default=0.01, help="measured runs stop at a gap of this x the target (< 1: a few rounds past it)")
 ap.add_argument("--platform", default="")
 ap.add_argument("--build", default="build")
 ap.add_argument("--out", required=True)
+ap.add_argument("--analyze-only", action="store_true", help="no runs: recompute the tables from DIR's summary.json and plan files")
 a = ap.parse_args()
 ms = [int(x) for x in a.ms.split(",")]
 seeds = [int(x) for x in a.seeds.split(",")]
@@ -105,31 +107,36 @@ def run_args(m, seed):
     return ["--workers", str(m), "--seed", str(seed)]
 
 
-# P*: one worker to a relative gap of 1e-9.
-p, _ = sh([cocoa] + common + ["--workers", "1", "--iterations", "2000", "--tolerance", "1e-9", "--quiet"])
-pstar = float(p.stdout.split("primal=")[1].split()[0])
-target = a.target_rel * pstar
-print(f"P* = {pstar:.12g}, target gap {target:.6g}", flush=True)
+if a.analyze_only:
+    prev = json.load(open(os.path.join(a.out, "summary.json")))
+    pstar, target, rows = prev["pstar"], prev["target"], prev["rows"]
+else:
+    # P*: one worker to a relative gap of 1e-9.
+    p, _ = sh([cocoa] + common + ["--workers", "1", "--iterations", "2000", "--tolerance", "1e-9", "--quiet"])
+    pstar = float(p.stdout.split("primal=")[1].split()[0])
+    target = a.target_rel * pstar
+    print(f"P* = {pstar:.12g}, target gap {target:.6g}", flush=True)
 
-rows = []
-for seed in seeds:
-    for m in ms:
-        trace = os.path.join(a.out, "runs", f"m{m}_s{seed}.jsonl")
-        p, wall = sh([cocoa] + common + run_args(m, seed) + ["--iterations", str(a.max_rounds), "--eval-every", "1",
-                                                            "--tolerance", str(0.01 * a.target_rel), "--metrics", trace, "--quiet"])
-        tr = read_trace(trace)
-        it, sec = reach(tr, target)
-        rss = float(p.stdout.split("peak_rss_mb=")[-1].split()[0])
-        rows.append({"seed": seed, "m": m, "s_per_round": per_round(tr), "rounds": it, "seconds": sec, "wall_s": wall, "peak_rss_mb": rss})
-        print(f"seed {seed} m {m}: {per_round(tr) * 1e3:.2f} ms/round, target at round {it}, {sec} s (wall {wall:.1f} s)", flush=True)
-    out = os.path.join(a.out, f"plan_s{seed}.json")
-    cmd = [plan, "--trainer", "cocoa"] + common + ["--fractions"] + a.fractions.split(",") + ["--probe-workers"] + a.probe_workers.split(",") + \
-          ["--heldout-workers"] + [str(m) for m in ms] + ["--budget", str(a.budget), "--probe-iterations", "12", "--optimum", "0",
-                                                         "--target", repr(target), "--seed", str(seed), "--out", out]
-    if a.mode == "sim":
-        cmd += ["--platform", a.platform]
-    p, wall = sh(cmd)
-    print(p.stdout.split("strata_plan: cocoa")[-1], flush=True)
+    rows = []
+    for seed in seeds:
+        for m in ms:
+            trace = os.path.join(a.out, "runs", f"m{m}_s{seed}.jsonl")
+            p, wall = sh([cocoa] + common + run_args(m, seed) + ["--iterations", str(a.max_rounds), "--eval-every", "1",
+                                                                "--tolerance", str(a.overshoot * a.target_rel), "--metrics", trace, "--quiet"])
+            tr = read_trace(trace)
+            it, sec = reach(tr, target)
+            rss = float(p.stdout.split("peak_rss_mb=")[-1].split()[0])
+            rows.append({"seed": seed, "m": m, "s_per_round": per_round(tr), "rounds": it, "seconds": sec, "wall_s": wall, "peak_rss_mb": rss})
+            print(f"seed {seed} m {m}: {per_round(tr) * 1e3:.2f} ms/round, target at round {it}, {sec} s (wall {wall:.1f} s)", flush=True)
+        out = os.path.join(a.out, f"plan_s{seed}.json")
+        cmd = [plan, "--trainer", "cocoa"] + common + ["--fractions"] + a.fractions.split(",") + ["--probe-workers"] + a.probe_workers.split(",") + \
+              ["--heldout-workers"] + [str(m) for m in ms] + ["--budget", str(a.budget), "--probe-iterations", "12", "--optimum", "0",
+                                                             "--target", repr(target), "--seed", str(seed), "--out", out]
+        if a.mode == "sim":
+            cmd += ["--platform", a.platform]
+        p, wall = sh(cmd)
+        print(p.stdout.split("strata_plan: cocoa")[-1], flush=True)
+
 
 # Predictions and naive predictors per seed and m.
 result = []
@@ -147,7 +154,7 @@ for seed in seeds:
         near = min(full, key=lambda q: (abs(math.log(q["m"]) - math.log(m)), q["m"]))
         lin_spr = near["spr"] * (1.0 / m) / (near["s"] / near["m"])
         result.append({
-            "seed": seed, "m": m, "probed_at_full_data": any(q["m"] == m for q in full),
+            "seed": seed, "m": m, "probed_at_full_data": any(q["m"] == m and q["s"] == 1 for q in probes),
             "measured_spr": meas["s_per_round"], "measured_s": meas["seconds"], "measured_rounds": meas["rounds"],
             "model_spr": e["seconds_per_iteration"], "model_s": e["seconds"], "model_lo": e.get("seconds_lo"), "model_hi": e.get("seconds_hi"),
             "model_rounds": e["iterations"],
@@ -179,7 +186,8 @@ for m in ms:
     f = lambda x: "-" if x is None or not math.isfinite(x) else f"{x:.3g}"
     per_m[m] = {k: med([r[k] for r in R]) for k in ["measured_spr", "model_spr", "nearest_spr", "linear_spr", "measured_s", "model_s", "nearest_s", "linear_s"]}
     lo, hi = med([r["model_lo"] for r in R]), med([r["model_hi"] for r in R])
-    lines.append(f"| {m}{'' if not R[0]['probed_at_full_data'] else ' (probed)'} | {f(per_m[m]['measured_spr'])} ({100 * spread(ms_spr):.0f}%) | "
+    probed = sum(1 for r in R if r["probed_at_full_data"])
+    lines.append(f"| {m}{f' (probed at full data in {probed} of {len(R)} seeds)' if probed else ''} | {f(per_m[m]['measured_spr'])} ({100 * spread(ms_spr):.0f}%) | "
                  f"{f(per_m[m]['model_spr'])} | {f(per_m[m]['nearest_spr'])} | {f(per_m[m]['linear_spr'])} | "
                  f"{f(per_m[m]['measured_s'])} ({100 * spread(ms_s) if ms_s else 0:.0f}%) | {f(per_m[m]['model_s'])} [{f(lo)}, {f(hi)}] | "
                  f"{f(per_m[m]['nearest_s'])} | {f(per_m[m]['linear_s'])} |")

@@ -34,6 +34,8 @@ struct flags {
   double lambda = 1e-3, l1_ratio = 0;
   ml::cocoa_preparation prep;
   bool binarize = false;
+  std::vector<std::uint32_t> elastic;  // candidate m of an elastic run (empty: a fixed run)
+  std::uint32_t elastic_every = 10;
 };
 
 /// The shared trainer flags CoCoA+ has no use for: refused, not silently ignored.
@@ -79,6 +81,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--binarize", fl.binarize, "labels > 0 become +1, the others -1 (0/1 data for the hinge loss)");
   app.add_option("--out", fl.out, "write w to FILE, one coordinate per line (as --save)");
+  app.add_option("--elastic", fl.elastic,
+                 "an elastic run over these worker counts (one process: --transport inproc or sim, one worker per host): segments of "
+                 "--elastic-every rounds, the next m chosen from the trace (cost/elastic.hpp); needs --tolerance, --eval-every 1")
+      ->check(ex::positive)->delimiter(',');
+  app.add_option("--elastic-every", fl.elastic_every, "rounds per segment of an elastic run")->check(ex::positive)->capture_default_str();
   cli.finish_flags();
   CLI11_PARSE(app, argc, argv);
   return cli.guard([&] {
@@ -104,15 +111,50 @@ int main(int argc, char** argv) {
     config.set("loss", fl.loss).set("lambda", fl.lambda).set("l1_ratio", fl.l1_ratio).set("local_passes", co.local_passes)
         .set("aggregation", fl.aggregation).set("sigma", co.sigma).set("tolerance", co.tolerance).set("eval_every", co.eval_every)
         .set("examples", data.size()).set("features", data.d).set("data", cli.data);
+    if (!fl.elastic.empty()) {
+      strata::json_value c = strata::json_value::array();
+      for (auto m : fl.elastic) c.push_back(strata::json_value(m));
+      config.set("elastic", std::move(c)).set("elastic_every", fl.elastic_every);
+    }
     strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "cocoa", co.iterations, [](double gap) { return ex::fmt("gap %.3e", gap); });
     cli.phase = "training";
-    const auto res = ex::with_system(cli.so, [&](auto& sys) { return ml::train_cocoa(sys, data, co, progress); });
+    ml::cocoa_elastic_run res;
+    if (fl.elastic.empty()) {
+      static_cast<ml::cocoa_run&>(res) = ex::with_system(cli.so, [&](auto& sys) { return ml::train_cocoa(sys, data, co, progress); });
+    } else {
+      if (cli.so.is_distributed()) throw std::runtime_error("--elastic runs in one process: --transport inproc or sim");
+      const bool sim = cli.so.transport == "sim";
+      strata::cost::elastic_policy policy;
+      const auto segment = [&](std::uint32_t m, const ml::cocoa_trainer_options& o) {
+        auto so = cli.so;  // sim: m hosts of one worker each; inproc: m worker threads
+        if (sim) so.nodes = m, so.workers = 1;
+        else so.nodes = 1, so.workers = m;
+        return ex::with_system(so, [&](auto& sys) { return ml::train_cocoa(sys, data, o); });
+      };
+      res = ml::train_cocoa_elastic(data, co, {fl.elastic, fl.elastic_every, !sim}, policy, segment, progress);
+    }
     line.done();
-    trace.write(res.iterations);
+    strata::json_value::object_type none;
+    for (const auto& it : res.iterations) {  // elastic: each line says its segment's m
+      auto extra = none;
+      for (std::size_t k = 0; k < res.segments.size(); ++k)
+        if (it.iteration <= res.segments[k].last) {
+          extra.emplace_back("segment", strata::json_value(k));
+          extra.emplace_back("segment_workers", strata::json_value(res.segments[k].workers));
+          break;
+        }
+      trace.write(it, extra);
+    }
     trace.close();
-    ex::summary s("cocoa", cli.so, res.rounds);
+    for (const auto& sg : res.segments)
+      if (cli.lead())
+        std::printf("cocoa elastic: rounds %u-%u m=%u (switch %.3f s): %s\n", sg.first, sg.last, sg.workers, sg.switch_seconds, sg.reason.c_str());
+    auto so_summary = cli.so;  // an elastic run's last m
+    if (!res.segments.empty()) so_summary.nodes = 1, so_summary.workers = res.segments.back().workers;
+    ex::summary s("cocoa", so_summary, res.rounds);
+    if (!res.segments.empty()) s.add("segments", std::to_string(res.segments.size()));
     s.add("loss", fl.loss).add("n", std::to_string(data.size())).add("d", std::to_string(data.d)).add("lambda", ex::fmt("%.6g", fl.lambda));
     s.add("seconds", ex::fmt("%.3f", res.seconds), true).add("primal", ex::fmt("%.12g", res.primal)).add("dual", ex::fmt("%.12g", res.dual));
     s.add("gap", ex::fmt("%.3e", res.gap())).add("rel_gap", ex::fmt("%.3e", res.gap() / std::abs(res.primal)));

@@ -10,6 +10,7 @@
 //   strata_plan --trainer mf --budget 30 --delay 200 --out plan.json --measure
 //   strata_plan --trainer lda --data ~/.cache/strata/docword.spam.txt --max-docs 2000 --budget 40
 //   strata_plan --trainer lasso --data ~/.cache/strata/spam.libsvm --lambda-fraction 0.01 --budget 30
+//   strata_plan --trainer cocoa --data FILE --loss squared --lambda 1e-2 --optimum 0 --target 6e-6 --fractions 1 --probe-workers 1 2 3
 //
 // Lasso (STRADS rounds, apps/trainers/lasso_trainer.hpp): the consistency models do not apply, so
 // every configuration is "bsp" and the plan is over data fractions and worker counts. One
@@ -18,6 +19,15 @@
 // problem built from those rows alone (λ = --lambda-fraction × that problem's λ_max). The followed
 // quantity is the duality gap (--quantity metric, the default), 0 at every subset's optimum;
 // --quantity objective follows F(β) itself (per row already), whose optimum differs by subset.
+//
+// CoCoA+ (apps/trainers/cocoa_trainer.hpp; docs/cocoa.md): an iteration is a round, the followed
+// quantity its true duality gap (optimum 0: pass --optimum 0), the plan over m and data fractions
+// under BSP; its convergence model adds i/m (with_rate_per_worker) to Hemingway's features. With
+// --platform, m is m simulated hosts of one worker each.
+//
+// Every followed value is the true model's (MF and LDA probes evaluate a consistent snapshot every
+// iteration, charged out of their timing), never a worker's stale view. With a known --optimum,
+// points below 1e-9 of a probe's first value above it are dropped as rounding (the numerical floor).
 #include <CLI/CLI.hpp>
 
 #include <strata/core/atomic_file.hpp>
@@ -25,6 +35,7 @@
 #include <strata/cost/design.hpp>
 #include <strata/cost/evaluate.hpp>
 #include <strata/cost/planner.hpp>
+#include <strata/cost/probing.hpp>
 #include <strata/cost/trace_fit.hpp>
 #include <strata/ml/io/bag_of_words.hpp>
 #include <strata/ml/io/libsvm.hpp>
@@ -138,6 +149,7 @@ struct workload {
     for (auto i : subset(train.size(), scale, f->seed)) sub.ratings.push_back(train.ratings[i]);
     ml::mf_trainer_options o;
     o.iterations = iterations, o.seed = f->seed, o.rank = f->rank, o.work_repeat = f->work_repeat;
+    o.eval_every = 1;  // the true model's RMSE every iteration (a consistent snapshot, charged out of the timing), not a worker's view
     cfg.set("train_ratings", sub.size()).set("rank", o.rank).set("work_repeat", o.work_repeat);
     return ex::with_system(so, [&](auto& sys) { return ml::train_mf(sys, sub, test, o); }).iterations;
   }
@@ -148,6 +160,7 @@ struct workload {
     for (auto d : subset(corpus.words.size(), scale, f->seed)) sub.words.push_back(corpus.words[d]), sub.counts.push_back(corpus.counts[d]);
     ml::lda_trainer_options o;
     o.iterations = iterations, o.seed = f->seed, o.topics = f->topics;
+    o.eval_every = 1;  // the true model's log-likelihood every iteration, not a worker's view
     cfg.set("tokens", sub.tokens()).set("topics", o.topics);
     return ex::with_system(so, [&](auto& sys) { return ml::train_lda(sys, sub, o); }).iterations;
   }
@@ -197,10 +210,6 @@ struct workload {
     return its;
   }
 };
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 std::vector<cost::model_choice> parse_models(const std::vector<std::string>& names) {
   std::vector<cost::model_choice> m;
@@ -311,90 +320,48 @@ int main(int argc, char** argv) {
     to.warmup = f.warmup;
     if (f.probe_iterations < f.warmup + 2) throw std::invalid_argument("--probe-iterations must be at least --warmup + 2");
 
-    // Probes: a calibration run (the cheapest candidate) prices the rest; then, one probe at a time,
-    // the design spends what is left of the budget, priced by the models fitted so far once there
-    // are enough probes (sequential design), else by the calibration scaled by s/min(m, cores).
-    auto remaining = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
-    if (remaining.size() < system_f::size)
-      throw std::invalid_argument(std::to_string(remaining.size()) + " probe candidates (fractions x workers x models); the system model needs at least " +
+    // The probes, the fits and the ranking: cost::plan (cost/probing.hpp), which runs each probe
+    // through `program` (a trace file per probe, read back as the models read any trace).
+    auto grid = cost::grid(f.probe_workers, f.fractions, parse_models(f.probe_models), latency, cores, f.unbounded);
+    if (grid.size() < system_f::size)
+      throw std::invalid_argument(std::to_string(grid.size()) + " probe candidates (fractions x workers x models); the system model needs at least " +
                                   std::to_string(system_f::size));
-    const auto cheapest = std::min_element(remaining.begin(), remaining.end(), [](const auto& a, const auto& b) {
-      return a.scale / a.workers < b.scale / b.workers;
-    });
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<cost::run_trace> probes;
-    std::vector<cost::probe_point> made;
-    auto probe = [&](std::vector<cost::probe_point>::iterator p) {
-      const auto file = dir / ("probe_" + std::to_string(probes.size()) + ".jsonl");
-      std::printf("probe %zu: %s\n", probes.size(), p->describe().c_str());
+    const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
+    std::size_t probe_count = 0;
+    auto program = [&](const cost::probe_point& p, std::uint32_t iterations) {
+      const auto file = dir / ("probe_" + std::to_string(probe_count) + ".jsonl");
+      std::printf("probe %zu: %s\n", probe_count++, p.describe().c_str());
       std::fflush(stdout);
-      w.run(*p, f.probe_iterations, file);
-      probes.push_back(cost::read_run_trace(file, to));
-      made.push_back(*p);
-      remaining.erase(p);
+      w.run(p, iterations, file);
+      return cost::read_run_trace(file, to);
     };
-    const auto calib = *cheapest;
-    probe(cheapest);
-    const double calib_s = seconds_since(t0), calib_it = cost::timing_of(probes[0], to).seconds_per_iteration;
-    const double setup_s = std::max(0.0, calib_s - cost::startup_of(probes[0], to).seconds_per_iteration -
-                                             calib_it * (f.probe_iterations - f.warmup));
-    while (!remaining.empty()) {
-      std::function<double(const cost::probe_point&)> price = [&](const cost::probe_point& p) {
-        const double work = (p.scale / std::min(p.workers, cores)) / (calib.scale / std::min(calib.workers, cores));
-        return calib_s * std::max(0.5, work);
-      };
-      if (probes.size() > system_f::size) {
-        std::vector<cost::timing_point> tp, sp;
-        for (const auto& r : probes) tp.push_back(cost::timing_of(r, to)), sp.push_back(cost::startup_of(r, to));
-        price = [=, sys = cost::system_model<system_f>::fit(tp), up = cost::system_model<system_f>::fit(sp)](const cost::probe_point& p) {
-          return std::max(1e-3, setup_s + up.predict(p) + sys.predict(p) * (f.probe_iterations - f.warmup));
-        };
-      }
-      const double left = f.budget - seconds_since(t0);
-      const auto design = cost::a_optimal_design<system_f>(remaining, price, {.budget = left}, made);
-      if (design.chosen.empty()) break;
-      probe(remaining.begin() + static_cast<std::ptrdiff_t>(design.chosen.front()));
-    }
-    const std::size_t in_budget = probes.size();
-    while (probes.size() <= system_f::size && !remaining.empty()) probe(remaining.begin());  // too small a budget: enough to fit
-    const double probe_s = seconds_since(t0);
+    // Every quantity followed is >= 0 (RMSE, per-item loss, -loglik per token, Lasso's and CoCoA+'s gap): f* too.
+    const cost::probing_options po{.budget_s = f.budget,
+                                   .probe_iterations = f.probe_iterations,
+                                   .fit = to,
+                                   .convergence = {.optimum = f.optimum, .lower_bound = 0.0},
+                                   .planner = {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations},
+                                   .target_quantile = f.quantile};
+    std::vector<cost::plan_entry> ranked;
+    std::vector<cost::run_trace> probes;
+    std::vector<cost::timing_point> tp;
+    strata::json_value conv_json, sys_json, startup_json;
+    double optimum = 0, probe_s = 0;
+    std::size_t in_budget = 0;
+    // CoCoA+'s convergence model has its own features (cocoa_convergence_f).
+    auto plan_with = [&]<class CF>(std::type_identity<CF>) {
+      auto r = cost::plan<system_f, CF>(program, grid, heldout, f.target, po);
+      ranked = std::move(r.ranked), probes = std::move(r.probes), tp = std::move(r.timings);
+      conv_json = r.convergence->to_json(), sys_json = r.system->to_json(), startup_json = r.startup->to_json();
+      optimum = r.convergence->optimum(), probe_s = r.probe_seconds, in_budget = r.in_budget, f.target = r.target;
+    };
+    if (f.trainer == "cocoa")
+      plan_with(std::type_identity<cocoa_convergence_f>{});
+    else
+      plan_with(std::type_identity<convergence_f>{});
     if (probes.size() > in_budget)
       std::printf("strata_plan: --budget %g s bought %zu probe(s), too few for the system model (it needs %zu); ran %zu in %.1f s\n", f.budget,
                   in_budget, system_f::size, probes.size(), probe_s);
-
-    // Fit both models from the probes' trace files.
-    std::vector<cost::timing_point> tp, sp;
-    std::vector<cost::progress_point> pp;
-    std::vector<double> finals;
-    for (const auto& r : probes) {
-      tp.push_back(cost::timing_of(r, to));
-      sp.push_back(cost::startup_of(r, to));
-      for (auto& p : cost::progress_of(r)) pp.push_back(std::move(p));
-      finals.push_back(pp.back().value);
-    }
-    const auto sys = cost::system_model<system_f>::fit(tp);
-    const auto startup = cost::system_model<system_f>::fit(sp);
-    if (std::isnan(f.target)) {  // a value the probes reached, so the target is one a fit can see
-      std::sort(finals.begin(), finals.end());
-      f.target = finals[static_cast<std::size_t>(std::clamp(f.quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];
-    }
-    const auto heldout = cost::grid(f.heldout_workers, f.heldout_fractions, parse_models(f.heldout_models), latency, cores, f.unbounded);
-    // Every quantity followed is >= 0 (RMSE, per-item loss, -loglik per token, Lasso's and CoCoA+'s gap): f* too.
-    // CoCoA+'s convergence model has its own features (cocoa_convergence_f).
-    std::vector<cost::plan_entry> ranked;
-    strata::json_value conv_json;
-    double optimum = 0;
-    auto fit_and_rank = [&]<class CF>(std::type_identity<CF>) {
-      const auto conv = cost::convergence_model<CF>::fit(pp, {.optimum = f.optimum, .lower_bound = 0.0});
-      ranked = cost::plan(sys, conv, heldout, f.target,
-                          {.seed = f.seed, .max_iterations = 50.0 * f.measure_iterations, .warmup = static_cast<double>(f.warmup)}, &startup);
-      conv_json = conv.to_json();
-      optimum = conv.optimum();
-    };
-    if (f.trainer == "cocoa")
-      fit_and_rank(std::type_identity<cocoa_convergence_f>{});
-    else
-      fit_and_rank(std::type_identity<convergence_f>{});
     std::printf("\nstrata_plan: %s, %zu probes in %.1f s (budget %g s), target %.6g (f* %.6g)\n%s", f.trainer.c_str(), probes.size(),
                 probe_s, f.budget, f.target, optimum, cost::format_plan(ranked).c_str());
 
@@ -406,7 +373,7 @@ int main(int argc, char** argv) {
                                 .set("trace", probes[k].file));
     auto out = strata::json_value::object();
     out.set("trainer", f.trainer).set("quantity", f.quantity).set("target", f.target).set("probe_seconds", probe_s).set("budget", f.budget)
-        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", sys.to_json()).set("startup_model", startup.to_json()).set("convergence_model", std::move(conv_json))
+        .set("probes", std::move(probes_json)).set("warmup", f.warmup).set("system_model", std::move(sys_json)).set("startup_model", std::move(startup_json)).set("convergence_model", std::move(conv_json))
         .set("ranking", cost::to_json(ranked));
 
     if (f.measure) {

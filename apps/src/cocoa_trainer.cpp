@@ -35,6 +35,7 @@ void check_cocoa_options(const cocoa_trainer_options& o) {
   if (o.tolerance > 0 && o.eval_every == 0) bad("a tolerance needs the true model's gap: eval-every must be > 0");
   if (o.block == 0) bad("block must be > 0");
   if (o.iterations == 0) bad("iterations must be > 0");
+  if ((o.start_alpha == nullptr) != (o.start_v == nullptr)) bad("a start state needs both alpha and v");
 }
 
 cocoa_data cocoa_prepare(const io::libsvm_data& raw, const cocoa_objective& o, const cocoa_preparation& prep, const std::string& name) {
@@ -109,6 +110,8 @@ struct cocoa_training {
   double sigma = 1, gamma = 1;
   table_handle<dense_row<double>> V;
   std::vector<std::unique_ptr<cocoa_local>> local;  // by global worker id (only this process's are made)
+  std::vector<std::vector<std::uint32_t>> ids;       // by worker: its examples' indices in `data`
+  std::vector<double> alpha_out, v_out;               // keep_state
   run_recorder* recp = nullptr;
   run_reducer* redp = nullptr;
   std::vector<double> model;                 // worker 0's final w (keep_model)
@@ -133,7 +136,13 @@ struct cocoa_training {
     std::mt19937_64 rng(o.seed ^ 0xc0c0a5eedULL);
     std::shuffle(perm.begin(), perm.end(), rng);
     local.resize(K);
+    ids.resize(K);
     const auto& c = sys.config();
+    if (o.start_alpha && (o.start_alpha->size() != n || o.start_v->size() != data.d))
+      throw error(errc::bad_input, "cocoa: the start state has " + std::to_string(o.start_alpha->size()) + " alphas and " +
+                                       std::to_string(o.start_v->size()) + " coordinates of v for " + std::to_string(n) + " examples and " +
+                                       std::to_string(data.d) + " features");
+    if (o.keep_state) alpha_out.assign(n, 0.0);
     for (node_id nd = 0; nd < c.nodes; ++nd) {
       if (!sys.is_local(nd)) continue;
       for (std::uint32_t i = 0; i < c.workers_per_node; ++i) {
@@ -148,6 +157,9 @@ struct cocoa_training {
           part.add(std::span(data.cols.data() + b, en - b), std::span(data.vals.data() + b, en - b), data.y[e]);
         }
         local[p] = std::make_unique<cocoa_local>(std::move(part), o.seed * 0x9e3779b97f4a7c15ULL + p + 1);
+        if (o.start_alpha)
+          for (std::size_t k = 0; k < mine.size(); ++k) local[p]->alpha[k] = (*o.start_alpha)[mine[k]];
+        ids[p] = std::move(mine);
       }
     }
     return since(t0);
@@ -197,6 +209,8 @@ class cocoa_worker {
       const std::size_t lo = std::size_t{r} * t_.width, hi = std::min<std::size_t>(v_.size(), lo + t_.width);
       std::copy_n(s.data(), hi - lo, v_.data() + lo);
     }
+    if (o_.start_v)  // the table holds the change since the start state
+      for (std::size_t j = 0; j < v_.size(); ++j) v_[j] += (*o_.start_v)[j];
     cocoa_primal_of(v_, o_.objective.kappa(), wv_);
   }
   /// This worker's (P, D) parts for the model w: its examples' terms, plus the regulariser's for worker 0.
@@ -211,6 +225,7 @@ class cocoa_worker {
   void record_initial() {
     const auto t0 = clock_t_::now();
     std::fill(wv_.begin(), wv_.end(), 0.0);
+    if (o_.start_v) cocoa_primal_of(*o_.start_v, o_.objective.kappa(), wv_);
     const auto [p, d] = parts(wv_);
     rec_.add_values(p_, 0, p, p, -d);
     rec_.charge_eval(p_, since(t0));
@@ -274,6 +289,10 @@ class cocoa_worker {
     co_await read_v();
     const std::pair<double, double> pd = parts(wv_);
     if (o_.keep_model && p_ == 0) t_.model = wv_;
+    if (o_.keep_state) {  // every worker of the run is in this process (checked before the run)
+      for (std::size_t k = 0; k < st_.alpha.size(); ++k) t_.alpha_out[t_.ids[p_][k]] = st_.alpha[k];
+      if (p_ == 0) t_.v_out = v_;
+    }
     std::vector<double> fin(3);
     fin[0] = pd.first, fin[1] = pd.second, fin[2] = static_cast<double>(steps_);
     co_await red_.publish(w_, rec_, fin);
@@ -293,6 +312,9 @@ cocoa_run train_cocoa(system_base& sys, const cocoa_data& data, const cocoa_trai
   check_cocoa_options(o);
   if (data.size() == 0) throw error(errc::bad_input, "cocoa: no examples");
   cocoa_training t(sys, data, o);
+  if (o.keep_state)
+    for (node_id nd = 0; nd < sys.config().nodes; ++nd)
+      if (!sys.is_local(nd)) throw error(errc::bad_input, "cocoa: keep_state needs every worker in this process (inproc or sim)");
   cocoa_run out;
   out.setup_seconds = t.make_local_states();
   run_reducer red(sys, o.iterations, 3);
@@ -318,6 +340,77 @@ cocoa_run train_cocoa(system_base& sys, const cocoa_data& data, const cocoa_trai
   if (out.iterations.size() > out.rounds + 1) out.iterations.resize(out.rounds + 1);
   out.bytes_sent = out.iterations.empty() ? sys.bytes_sent() : out.iterations.back().bytes_sent;
   out.w = std::move(t.model);
+  out.alpha = std::move(t.alpha_out);
+  out.v = std::move(t.v_out);
+  return out;
+}
+
+cocoa_elastic_run train_cocoa_elastic(const cocoa_data& data, const cocoa_trainer_options& o, const cocoa_elastic_options& eo,
+                                      cost::elastic_policy& policy, const cocoa_segment_runner& run,
+                                      std::function<void(const iteration_stats&)> on_iteration) {
+  check_cocoa_options(o);
+  if (eo.workers.empty()) throw error(errc::bad_input, "cocoa elastic: no candidate worker counts");
+  if (eo.every == 0) throw error(errc::bad_input, "cocoa elastic: segments of 0 rounds");
+  if (o.tolerance <= 0 || o.eval_every != 1)
+    throw error(errc::bad_input, "cocoa elastic: the policy follows the true gap every round toward a target: eval-every 1 and a tolerance > 0");
+  std::vector<cost::probe_point> candidates;
+  for (std::uint32_t m : eo.workers) {
+    if (m == 0) throw error(errc::bad_input, "cocoa elastic: a candidate of 0 workers");
+    cost::probe_point p;
+    p.workers = m;
+    candidates.push_back(p);
+  }
+  std::vector<double> alpha(data.size(), 0.0), v(data.d, 0.0);
+  cocoa_elastic_run out;
+  std::vector<cost::segment> segs;
+  std::uint32_t m = *std::max_element(eo.workers.begin(), eo.workers.end());
+  std::string reason = "start with the most workers";
+  double offset = 0;
+  const auto t_start = clock_t_::now();
+  auto last_end = t_start;
+  while (out.rounds < o.iterations) {
+    cocoa_trainer_options so = o;
+    so.iterations = std::min(eo.every, o.iterations - out.rounds);
+    so.keep_state = true;
+    if (out.rounds > 0) so.start_alpha = &alpha, so.start_v = &v;
+    // A switch costs the time between segments and the new segment's set-up and tear-down (the
+    // system's start, the re-partition: the call's wall time beyond the run's own).
+    const double gap_s = out.rounds > 0 ? since(last_end) : 0.0;
+    const auto t_call = clock_t_::now();
+    cocoa_run r = run(m, so);
+    last_end = clock_t_::now();
+    const double switch_s = out.rounds > 0 ? gap_s + std::max(0.0, since(t_call) - r.seconds) : 0.0;
+    if (eo.count_switches) offset += switch_s;
+    for (auto rec : r.iterations) {
+      if (rec.iteration == 0 && out.rounds > 0) continue;
+      rec.iteration += out.rounds;
+      rec.elapsed_s += offset;
+      for (auto& e : rec.worker_elapsed_s) e += offset;
+      if (on_iteration) on_iteration(rec);
+      out.iterations.push_back(std::move(rec));
+    }
+    offset = out.iterations.back().elapsed_s;
+    out.segments.push_back({m, out.rounds + 1, out.rounds + r.rounds, switch_s, reason});
+    segs.push_back({candidates.front(), out.rounds + 1, out.rounds + r.rounds, reason});
+    segs.back().config.workers = m;
+    out.rounds += r.rounds;
+    out.steps += r.steps;
+    out.bytes_sent += r.bytes_sent;
+    out.primal = r.primal, out.dual = r.dual, out.converged = r.converged;
+    out.w = std::move(r.w);
+    alpha = std::move(r.alpha);
+    v = std::move(r.v);
+    if (out.converged || out.rounds >= o.iterations) break;
+    cost::adaptive_input in;
+    in.trace = out.iterations;
+    in.segments = segs;
+    in.candidates = candidates;
+    in.target = o.tolerance * std::abs(out.iterations.back().objective);
+    const auto choice = policy.choose(in);
+    m = static_cast<std::uint32_t>(choice.config.workers);
+    reason = choice.reason;
+  }
+  out.seconds = since(t_start);
   return out;
 }
 

@@ -20,6 +20,7 @@
 /// gap are always exact (after every update is in).
 ///
 /// The bodies are compiled once, in the strata_apps library (apps/src/cocoa_trainer.cpp).
+#include <strata/cost/elastic.hpp>
 #include <strata/ml/cocoa.hpp>
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/runtime/system.hpp>
@@ -44,6 +45,12 @@ struct cocoa_trainer_options : run_options {
   double sigma = 0;           ///< σ' of the local subproblem (0: K when adding, 1 when averaging)
   double tolerance = 0;       ///< stop after the first snapshot with gap <= tolerance × P (0: run every round)
   std::uint32_t block = 4096; ///< coordinates of v per parameter-server row
+  /// A run that goes on from another's state (an elastic run's next segment, with another number of
+  /// workers): α by example (size n) and v (size d), as `keep_state` returned them; not owned.
+  /// The table holds v minus start_v (as MF's tables hold the change from the initial model).
+  const std::vector<double>* start_alpha = nullptr;
+  const std::vector<double>* start_v = nullptr;
+  bool keep_state = false;    ///< return α and v (cocoa_run::alpha, ::v); every worker in this process only
 };
 
 /// Refuses settings no run can honour (naming the setting).
@@ -68,11 +75,44 @@ struct cocoa_run : run_outcome {
   std::uint64_t steps = 0;      ///< SDCA coordinate steps, all workers
   double setup_seconds = 0;     ///< this process's workers' partition copies (not in `seconds`)
   std::vector<double> w;        ///< the final primal model, with keep_model, in the process of worker 0
+  std::vector<double> alpha, v; ///< the final state, with keep_state (α by example, v = (1/(λ2 n)) Σ α_i x_i)
 };
 
 /// Trains CoCoA+ on `data` with the parameter-server system `sys` (its table is added here).
 /// `on_iteration` (optional) is called once per completed round, from a worker thread.
 cocoa_run train_cocoa(system_base& sys, const cocoa_data& data, const cocoa_trainer_options& o,
                       std::function<void(const iteration_stats&)> on_iteration = {});
+
+/// Elastic m: a run in segments of `every` rounds whose number of workers changes between
+/// segments. α (by example) and v are kept; the examples are re-partitioned among the new workers
+/// (the same seeded split every run of that m uses). Each segment is a new run of a system with
+/// its m (the runner makes it: threads in this process, or simulated hosts); the wall time a
+/// switch costs (between the segments, and the new segment's set-up and tear-down: starting the
+/// workers, re-partitioning) is added to the trace's elapsed time when `count_switches` (not for
+/// simulated runs, whose time is simulated; the first segment's set-up is not counted, as no
+/// fixed run's is).
+/// After each segment the policy (cost/elastic.hpp) picks the next m from the trace; the run
+/// stops when a round's gap meets o.tolerance × P or after o.iterations rounds.
+struct cocoa_elastic_options {
+  std::vector<std::uint32_t> workers;  ///< the candidate m; the first segment runs the largest
+  std::uint32_t every = 10;            ///< rounds per segment
+  bool count_switches = true;
+};
+/// One segment of an elastic run (rounds numbered over the whole run).
+struct cocoa_segment {
+  std::uint32_t workers = 1, first = 1, last = 0;
+  double switch_seconds = 0;  ///< wall time of the switch before it: between the segments, and the segment's own set-up and
+                              ///< tear-down (its system's start, the re-partition); 0 for the first
+  std::string reason;         ///< why the policy chose this m
+};
+struct cocoa_elastic_run : cocoa_run {
+  std::vector<cocoa_segment> segments;
+};
+/// Runs one segment with `workers` workers (o has the start state and keep_state set).
+using cocoa_segment_runner = std::function<cocoa_run(std::uint32_t workers, const cocoa_trainer_options& o)>;
+
+cocoa_elastic_run train_cocoa_elastic(const cocoa_data& data, const cocoa_trainer_options& o, const cocoa_elastic_options& eo,
+                                      cost::elastic_policy& policy, const cocoa_segment_runner& run,
+                                      std::function<void(const iteration_stats&)> on_iteration = {});
 
 }  // namespace strata::ml

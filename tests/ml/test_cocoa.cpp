@@ -174,4 +174,74 @@ TEST_CASE("CoCoA+ settings and data no run can use are refused with the reason")
                        doctest::Contains("f.svm: example 2 has label 0"), strata::error);
 }
 
+TEST_CASE("CoCoA+ elastic m: alpha and v carry across segments (the true dual never falls), workers change, the optimum is reached") {
+  const auto data = random_problem(300, 20, 0.4, ml::cocoa_loss::squared, 13);
+  ml::cocoa_trainer_options o;
+  o.objective = {ml::cocoa_loss::squared, 0.02, 0};
+  o.iterations = 400;
+  o.tolerance = 1e-9;
+  const auto ref = ml::sdca_solve(o.objective, data, 1e-12);
+  strata::cost::elastic_policy policy;
+  std::vector<std::uint32_t> ran;
+  const auto segment = [&](std::uint32_t m, const ml::cocoa_trainer_options& so) {
+    ran.push_back(m);
+    strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = m});
+    return ml::train_cocoa(sys, data, so);
+  };
+  const auto r = ml::train_cocoa_elastic(data, o, {.workers = {1, 2, 4}, .every = 5, .count_switches = true}, policy, segment);
+  REQUIRE(r.segments.size() >= 2);
+  CHECK(ran.front() == 4);  // the widest first
+  CHECK(ran[1] == 2);       // then exploration scales in
+  CHECK(r.converged);
+  CHECK(r.primal == doctest::Approx(ref.primal).epsilon(1e-8));
+  REQUIRE(r.iterations.size() == r.rounds + 1);
+  for (std::size_t it = 1; it < r.iterations.size(); ++it) {
+    const auto& a = r.iterations[it - 1];
+    const auto& b = r.iterations[it];
+    INFO("round " << it);
+    CHECK(b.iteration == a.iteration + 1);
+    CHECK(b.elapsed_s >= a.elapsed_s);
+    CHECK(b.objective - b.metric >= a.objective - a.metric - 1e-12);  // D rises across segment boundaries too
+  }
+  for (std::size_t k = 1; k < r.segments.size(); ++k) CHECK(r.segments[k].first == r.segments[k - 1].last + 1);
+  // A start state of the wrong size is refused.
+  std::vector<double> short_alpha(3, 0.0), v(data.d, 0.0);
+  auto bad = o;
+  bad.start_alpha = &short_alpha, bad.start_v = &v;
+  strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = 1});
+  CHECK_THROWS_WITH_AS(ml::train_cocoa(sys, data, bad), doctest::Contains("the start state has 3 alphas"), strata::error);
+}
+
+TEST_CASE("elastic policy: predicts each m's time to the target from its segments and picks the fastest, keeping m within the margin") {
+  namespace cost = strata::cost;
+  // Segment 1 at m = 4: 0.01 s per round, log gap falls 0.1 per round; segment 2 at m = 2: 0.02 s, 0.3 per round.
+  std::vector<strata::iteration_record> trace;
+  double t = 0, lg = 0;
+  for (std::uint32_t i = 0; i <= 20; ++i) {
+    strata::iteration_record r;
+    r.iteration = i;
+    if (i > 0) t += i <= 10 ? 0.01 : 0.02, lg -= i <= 10 ? 0.1 : 0.3;
+    r.elapsed_s = t;
+    r.metric = std::exp(lg);
+    r.objective = 1;
+    trace.push_back(r);
+  }
+  std::vector<cost::probe_point> cands(3);
+  cands[0].workers = 1, cands[1].workers = 2, cands[2].workers = 4;
+  std::vector<cost::segment> segs{{cands[2], 1, 10, ""}, {cands[1], 11, 20, ""}};
+  cost::adaptive_input in;
+  in.trace = trace, in.segments = segs, in.candidates = cands;
+  in.target = std::exp(lg - 3.0);  // 3 more in log: m=2 needs 10 rounds (0.2 s), m=4 30 rounds (0.3 s)
+  const auto c = cost::elastic_policy().choose(in);
+  // m = 1 is unseen: t(m) = θ0 + θ1/m through (4, 0.01), (2, 0.02) gives 0.04 s; ρ(m) = θ0 + θ1/m with θ >= 0 fits
+  // (4, 0.1), (2, 0.3) with θ0 = 0, θ1 = 0.175/0.3125 = 0.56: 3/0.56 rounds, 0.214 s. m = 2 (0.2 s) stays.
+  CHECK(c.config.workers == 2);
+  REQUIRE(c.estimates.size() == 3);
+  CHECK(c.estimates[1].seconds == doctest::Approx(0.2));
+  CHECK(c.estimates[2].seconds == doctest::Approx(0.3));
+  CHECK(c.estimates[0].seconds == doctest::Approx(0.04 * 3 / 0.56));
+  in.target = 0;
+  CHECK_THROWS_WITH_AS(cost::elastic_policy().choose(in), doctest::Contains("target must be finite and > 0"), strata::error);
+}
+
 }  // namespace test_ml_cocoa

@@ -10,7 +10,7 @@ rounds, the next m chosen by cost/elastic.hpp from the run's own trace) train to
 (--target-rel x P*, P* from a one-worker run to a relative gap of 1e-9); time to target is the
 true model's (--eval-every 1). Real: worker threads in one process; the elastic run's switches
 (restarting the workers, re-partitioning) are in its time. Sim: simulated hosts of --platform,
-one worker each; a switch's wall time is not simulated time and is reported apart.
+one worker each; switches cost no simulated time (not measured).
 Writes DIR/*.jsonl, DIR/summary.json and DIR/table.md.
 """
 import argparse

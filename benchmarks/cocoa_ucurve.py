@@ -10,8 +10,8 @@ Per seed (1..3 by default), interleaved: every m of --ms is trained to the targe
 (real: m worker threads in one process, as the planner's probes run; sim: m simulated hosts of
 --platform, one worker each), then strata_plan --trainer cocoa probes (--fractions x
 --probe-workers, 12 rounds each, within --budget seconds) and predicts every m. The target is a
-duality gap of --target-rel x P*, P* from a one-worker run to a relative gap of 1e-9 before any
-timing. Each measured run goes on to a gap --overshoot x the target (default 100x below: a few more
+duality gap of --target-rel x P*, P* from a one-worker run to a relative gap of --pstar-gap (1e-9)
+before any timing. Each measured run goes on to a gap --overshoot x the target (default 100x below: a few more
 rounds), so that its time per round is not only its first, slower rounds. Time to target is read from the true model's gap (--eval-every 1), time per round is the
 trace's mean after the first round (as the planner's timing_of).
 
@@ -36,12 +36,14 @@ ap.add_argument("--mode", choices=["real", "sim"], required=True)
 ap.add_argument("--data", default=os.path.expanduser("~/.cache/strata/gen/cocoa-200k/lasso.n200000-f20000-m100-s200-g10-e1.svm"))
 ap.add_argument("--loss", default="squared")
 ap.add_argument("--lam", type=float, default=1e-2)
+ap.add_argument("--binarize", action="store_true", help="labels > 0 become +1, the others -1 (hinge loss on a regression data set)")
 ap.add_argument("--ms", default="1,2,3,4")
 ap.add_argument("--probe-workers", default="1,2,3")
 ap.add_argument("--fractions", default="0.25,0.5,1")
 ap.add_argument("--budget", type=float, default=20)
 ap.add_argument("--seeds", default="1,2,3")
 ap.add_argument("--target-rel", type=float, default=1e-5)
+ap.add_argument("--pstar-gap", type=float, default=1e-9, help="P* from one worker to this relative gap (well below --target-rel)")
 ap.add_argument("--max-rounds", type=int, default=400)
 ap.add_argument("--overshoot", type=float, default=0.01, help="measured runs stop at a gap of this x the target (< 1: a few rounds past it)")
 ap.add_argument("--platform", default="")
@@ -54,7 +56,7 @@ seeds = [int(x) for x in a.seeds.split(",")]
 cocoa = os.path.join(a.build, "examples", "strata_cocoa")
 plan = os.path.join(a.build, "examples", "strata_plan")
 os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
-common = ["--data", a.data, "--loss", a.loss, "--lambda", str(a.lam)]
+common = ["--data", a.data, "--loss", a.loss, "--lambda", str(a.lam)] + (["--binarize"] if a.binarize else [])
 
 
 def sh(cmd, **kw):
@@ -112,7 +114,7 @@ if a.analyze_only:
     pstar, target, rows = prev["pstar"], prev["target"], prev["rows"]
 else:
     # P*: one worker to a relative gap of 1e-9.
-    p, _ = sh([cocoa] + common + ["--workers", "1", "--iterations", "2000", "--tolerance", "1e-9", "--quiet"])
+    p, _ = sh([cocoa] + common + ["--workers", "1", "--iterations", "5000", "--tolerance", str(a.pstar_gap), "--quiet"])
     pstar = float(p.stdout.split("primal=")[1].split()[0])
     target = a.target_rel * pstar
     print(f"P* = {pstar:.12g}, target gap {target:.6g}", flush=True)

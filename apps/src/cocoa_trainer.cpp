@@ -379,8 +379,9 @@ cocoa_elastic_run train_cocoa_elastic(const cocoa_data& data, const cocoa_traine
     const auto t_call = clock_t_::now();
     cocoa_run r = run(m, so);
     last_end = clock_t_::now();
-    const double switch_s = out.rounds > 0 ? gap_s + std::max(0.0, since(t_call) - r.seconds) : 0.0;
-    if (eo.count_switches) offset += switch_s;
+    // (Simulated runs: run_clock is the simulation's, r.seconds simulated: no switch time is measured.)
+    const double switch_s = eo.count_switches && out.rounds > 0 ? gap_s + std::max(0.0, since(t_call) - r.seconds) : 0.0;
+    offset += switch_s;
     for (auto rec : r.iterations) {
       if (rec.iteration == 0 && out.rounds > 0) continue;
       rec.iteration += out.rounds;

@@ -88,9 +88,9 @@ cocoa_run train_cocoa(system_base& sys, const cocoa_data& data, const cocoa_trai
 /// (the same seeded split every run of that m uses). Each segment is a new run of a system with
 /// its m (the runner makes it: threads in this process, or simulated hosts); the wall time a
 /// switch costs (between the segments, and the new segment's set-up and tear-down: starting the
-/// workers, re-partitioning) is added to the trace's elapsed time when `count_switches` (not for
-/// simulated runs, whose time is simulated; the first segment's set-up is not counted, as no
-/// fixed run's is).
+/// workers, re-partitioning) is measured and added to the trace's elapsed time when
+/// `count_switches` (not for simulated runs, whose clock is the simulation's: there switches cost
+/// nothing; the first segment's set-up is not counted, as no fixed run's is).
 /// After each segment the policy (cost/elastic.hpp) picks the next m from the trace; the run
 /// stops when a round's gap meets o.tolerance × P or after o.iterations rounds.
 struct cocoa_elastic_options {
@@ -102,7 +102,7 @@ struct cocoa_elastic_options {
 struct cocoa_segment {
   std::uint32_t workers = 1, first = 1, last = 0;
   double switch_seconds = 0;  ///< wall time of the switch before it: between the segments, and the segment's own set-up and
-                              ///< tear-down (its system's start, the re-partition); 0 for the first
+                              ///< tear-down (its system's start, the re-partition); 0 for the first and in simulated runs
   std::string reason;         ///< why the policy chose this m
 };
 struct cocoa_elastic_run : cocoa_run {

@@ -110,6 +110,34 @@ TEST_CASE("convergence model with i/m: a rate b + c/m (CoCoA+'s) is recovered, a
   CHECK((!ih || std::abs(*ih - 50) > 5));
 }
 
+TEST_CASE("convergence model with i log m and i [m = 1]: one worker's own rate and a rate linear in log m are recovered") {
+  using G = cost::with_rate_log_m<cost::hemingway_features>;
+  // log(gap) = 0.2 - r(m) i with r(1) = 2.4 and r(m) = 0.4 - 0.06 log m past it: from m = 1, 2, 4 predict m = 32.
+  auto rate = [](double m) { return m == 1 ? 2.4 : 0.4 - 0.06 * std::log(m); };
+  std::vector<cost::progress_point> pts;
+  for (double m : {1, 2, 4})
+    for (int i = 1; i <= 12; ++i) {
+      cost::probe_point p;
+      p.workers = m, p.iteration = i;
+      pts.push_back({p, std::exp(0.2 - rate(m) * i), "m" + std::to_string(static_cast<int>(m)) + ":" + std::to_string(i)});
+    }
+  const auto g = cost::convergence_model<G>::fit(pts, {.optimum = 0.0});
+  cost::probe_point q;
+  q.workers = 32;
+  const auto it = g.iterations_to(std::exp(0.2 - rate(32) * 40), q, 1000);
+  REQUIRE(it.has_value());
+  CHECK(*it == doctest::Approx(40).epsilon(0.03));
+  q.workers = 1;
+  const auto one = g.iterations_to(std::exp(0.2 - 2.4 * 5), q, 1000);
+  REQUIRE(one.has_value());
+  CHECK(*one == doctest::Approx(5).epsilon(0.01));
+  // i/m alone cannot hold both ends: through m = 1, 2, 4 its rate at m = 32 is far off (or the target unreachable).
+  const auto h = cost::convergence_model<cost::with_rate_per_worker<cost::hemingway_features>>::fit(pts, {.optimum = 0.0});
+  q.workers = 32;
+  const auto ih = h.iterations_to(std::exp(0.2 - rate(32) * 40), q, 1000);
+  CHECK((!ih || std::abs(*ih - 40) > 8));
+}
+
 TEST_CASE("convergence model: a lower bound keeps the estimated optimum at or above it") {
   // A quantity that cannot go below 0 (an RMSE, a duality gap), probed for 7 iterations while it
   // still falls in a straight line, 1.0 -> 0.3: left free, the profile search puts f* far below 0

@@ -113,6 +113,30 @@ struct with_rate_per_worker {
   }
 };
 
+/// F plus i·log m and i·[m = 1]: a rate of decay linear in log m, with one worker apart. Measured on
+/// CoCoA+ (benchmarks/results/cocoa/REPORT.md, the first blind evaluation): log(gap) falls by
+/// 2.4 per round on one worker (σ' = 1: a round is nearly an exact solve), then 0.35, 0.27, 0.24,
+/// 0.19, 0.13 at m = 2, 4, 8, 16, 64, about linear in log m; with_rate_per_worker's b + c/m through
+/// m = 1 and 2 turned positive at m = 3. (Shaped on that workload: evaluate it on another.)
+template <convergence_features F>
+struct with_rate_log_m {
+  static constexpr std::size_t size = F::size + 2;
+  static std::array<std::string_view, size> names() {
+    std::array<std::string_view, size> n{};
+    std::ranges::copy(F::names(), n.begin());
+    n[F::size] = "i log m";
+    n[F::size + 1] = "i [m = 1]";
+    return n;
+  }
+  static std::array<double, size> features(const probe_point& p) {
+    std::array<double, size> x{};
+    std::ranges::copy(F::features(p), x.begin());
+    x[F::size] = p.iteration * std::log(p.workers);
+    x[F::size + 1] = p.workers == 1 ? p.iteration : 0.0;
+    return x;
+  }
+};
+
 /// One iteration of a probe run: its configuration with `at.iteration` = i, and the objective f(i)
 /// (to be minimised; normalised per data item so runs on different fractions compare).
 struct progress_point {

@@ -15,7 +15,7 @@
 /// pricing candidates by the calibration scaled by s/min(m, cores) until the system model can be
 /// fitted, then by the models fitted so far (sequential design). A budget too small for the system
 /// model still runs the probes it needs (`in_budget` says how many the budget bought). With a known
-/// optimum (convergence_fit_options::optimum), progress points below 1e-9 of a probe's first value
+/// optimum (convergence_fit_options::optimum), progress points below 1e-12 of a probe's first value
 /// above it are dropped as rounding (a numerical floor would dominate the fit's logarithms).
 #include <strata/core/error.hpp>
 #include <strata/cost/convergence_model.hpp>
@@ -125,9 +125,9 @@ probing_result<SF, CF> plan(Program&& program, std::vector<probe_point> grid, st
     const double opt = o.convergence.optimum;
     if (std::isfinite(opt) && !prog.empty()) {
       const double first = prog.front().value - opt;
-      std::erase_if(prog, [&](const progress_point& p) { return p.value - opt < 1e-9 * first; });
+      std::erase_if(prog, [&](const progress_point& p) { return p.value - opt < 1e-12 * first; });
     }
-    if (prog.empty()) throw error(errc::bad_input, t.file + ": every point is at the numerical floor (1e-9 of the first value above the optimum)");
+    if (prog.empty()) throw error(errc::bad_input, t.file + ": every point is at the numerical floor (1e-12 of the first value above the optimum)");
     finals.push_back(prog.back().value);
     for (auto& p : prog) pp.push_back(std::move(p));
   }

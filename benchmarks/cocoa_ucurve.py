@@ -161,6 +161,7 @@ for seed in seeds:
             "model_spr": e["seconds_per_iteration"], "model_s": e["seconds"], "model_lo": e.get("seconds_lo"), "model_hi": e.get("seconds_hi"),
             "model_rounds": e["iterations"],
             "nearest_spr": near["spr"], "nearest_s": near["spr"] * near["rounds"], "linear_spr": lin_spr, "linear_s": lin_spr * near["rounds"],
+            "nearest_rounds": near["rounds"],
             "pick": pl["ranking"][0]["config"]["workers"], "probe_seconds": pl["probe_seconds"], "probes": len(pl["probes"]),
         })
 
@@ -217,12 +218,14 @@ for seed in seeds:
     pk = next((r for r in result if r["seed"] == seed and r["m"] == picks[seed]), None)
     bs = next(r for r in result if r["seed"] == seed and r["m"] == best[seed])
     slow.append(None if pk is None or pk["measured_s"] is None else pk["measured_s"] / bs["measured_s"] - 1)
-summary.update({"errors": errs, "noise_floor": floor, "coverage": [cover, len(covered)], "measured_best": best, "picks": picks, "pick_slowdown": slow, "per_m": per_m})
+rounds_err = {who: med([err(r[f"{who}_rounds"], r["measured_rounds"]) for r in result]) for who in ["model", "nearest"]}
+summary.update({"rounds_errors": rounds_err, "errors": errs, "noise_floor": floor, "coverage": [cover, len(covered)], "measured_best": best, "picks": picks, "pick_slowdown": slow, "per_m": per_m})
 pct = lambda x: "-" if x is None else f"{100 * x:.1f}%"
 lines += ["", f"Median relative error, all m (unprobed m only): time per round model {pct(errs['model_spr_all'])} ({pct(errs['model_spr_unprobed'])}), "
           f"nearest probe {pct(errs['nearest_spr_all'])} ({pct(errs['nearest_spr_unprobed'])}), linear {pct(errs['linear_spr_all'])} ({pct(errs['linear_spr_unprobed'])}); "
           f"time to target model {pct(errs['model_s_all'])} ({pct(errs['model_s_unprobed'])}, {errs['model_s_all_n']} predicted), nearest probe {pct(errs['nearest_s_all'])} "
           f"({pct(errs['nearest_s_unprobed'])}), linear {pct(errs['linear_s_all'])} ({pct(errs['linear_s_unprobed'])}). "
+          f"Rounds to the target: model {pct(rounds_err['model'])}, nearest probe {pct(rounds_err['nearest'])}. "
           f"Noise floor (seed predicting seed): per round {pct(floor['spr'])}, to target {pct(floor['s'])}. "
           f"90% intervals hold the measured time in {cover} of {len(covered)}. Measured best m per seed {best}, planner's pick {picks}, "
           f"pick slower than the best by {[pct(x) for x in slow]}."]

@@ -5,8 +5,13 @@
 /// rest (cold caches: every row's first fetch) can add a start-up model, a second system model of
 /// the elapsed time at iteration w = `planner_options::warmup`: then time(i) = startup + (i − w)·t
 /// for i ≥ w, and startup·i/w before. Each prediction comes with a bootstrap interval: the models are refit
-/// on points resampled with replacement (a seeded RNG, so a plan is repeatable), and the interval
-/// is the percentile range of the refits' predictions.
+/// on resampled runs (a seeded RNG, so a plan is repeatable), and the interval is the percentile
+/// range of the refits' predictions. The bootstrap draws whole runs with replacement, not points: a
+/// point's run is the file of its source ("file:line"), and a drawn run brings all its points to
+/// every model (its timing, its start-up, its progress), because the points of one run share its
+/// errors (its fraction's cache, its m's rate); drawn point by point, 56 intervals held 6 measured
+/// values (benchmarks/results/cocoa/REPORT.md). Points without a "file:line" source count as runs
+/// of their own.
 #include <strata/core/error.hpp>
 #include <strata/core/json.hpp>
 #include <strata/cost/convergence_model.hpp>
@@ -62,12 +67,33 @@ inline double seconds_to(double i, double t, double startup, double w) {
   if (w <= 0) return t * i;
   return i <= w ? startup * i / w : startup + (i - w) * t;
 }
+/// The run a point belongs to: its source up to the last ':' ("file:line"), else the whole source
+/// (with `index` making sources without a run their own).
+inline std::string run_of(const std::string& source, std::size_t index) {
+  const auto colon = source.rfind(':');
+  return colon == std::string::npos || colon == 0 ? source + "#" + std::to_string(index) : source.substr(0, colon);
+}
+/// The points of `v` grouped by run: `by_run[r]` lists the indices of run `runs[r]`'s points
+/// (`runs` grows with the runs first seen here).
 template <class T>
-std::vector<T> resample(const std::vector<T>& v, std::mt19937_64& rng) {
-  std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+std::vector<std::vector<std::size_t>> group_by_run(const std::vector<T>& v, std::vector<std::string>& runs) {
+  std::vector<std::vector<std::size_t>> by_run(runs.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const auto r = run_of(v[i].source, i);
+    const auto at = static_cast<std::size_t>(std::find(runs.begin(), runs.end(), r) - runs.begin());
+    if (at == runs.size()) runs.push_back(r);
+    if (by_run.size() < runs.size()) by_run.resize(runs.size());
+    by_run[at].push_back(i);
+  }
+  return by_run;
+}
+/// Every point of each drawn run (indices into the runs), as often as it was drawn.
+template <class T>
+std::vector<T> points_of_runs(const std::vector<T>& v, const std::vector<std::vector<std::size_t>>& by_run, const std::vector<std::size_t>& drawn) {
   std::vector<T> out;
-  out.reserve(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) out.push_back(v[pick(rng)]);
+  for (std::size_t r : drawn)
+    if (r < by_run.size())
+      for (std::size_t i : by_run[r]) out.push_back(v[i]);
   return out;
 }
 }  // namespace detail
@@ -98,12 +124,19 @@ std::vector<plan_entry> plan(const system_model<SF>& sys, const convergence_mode
     std::vector<std::vector<double>> samples(out.size());
     std::vector<std::size_t> unreachable(out.size(), 0);
     std::size_t done = 0;
+    std::vector<std::string> runs;
+    const auto sys_runs = detail::group_by_run(sys.points(), runs);
+    const auto conv_runs = detail::group_by_run(conv.points(), runs);
+    const auto up_runs = startup ? detail::group_by_run(startup->points(), runs) : std::vector<std::vector<std::size_t>>{};
+    std::uniform_int_distribution<std::size_t> pick(0, runs.size() - 1);
+    std::vector<std::size_t> drawn(runs.size());
     for (std::size_t b = 0; b < opt.bootstrap; ++b) {
       try {
-        const auto s = system_model<SF>::fit(detail::resample(sys.points(), rng), sys.options());
-        const auto g = convergence_model<CF>::fit(detail::resample(conv.points(), rng), conv.options());
+        for (auto& d : drawn) d = pick(rng);
+        const auto s = system_model<SF>::fit(detail::points_of_runs(sys.points(), sys_runs, drawn), sys.options());
+        const auto g = convergence_model<CF>::fit(detail::points_of_runs(conv.points(), conv_runs, drawn), conv.options());
         std::optional<system_model<SF>> u;
-        if (startup) u = system_model<SF>::fit(detail::resample(startup->points(), rng), startup->options());
+        if (startup) u = system_model<SF>::fit(detail::points_of_runs(startup->points(), up_runs, drawn), startup->options());
         for (std::size_t k = 0; k < out.size(); ++k) {
           if (auto it = g.iterations_to(target, out[k].config, opt.max_iterations))
             samples[k].push_back(detail::seconds_to(*it, s.predict(out[k].config), u ? u->predict(out[k].config) : 0.0, w));

@@ -81,6 +81,7 @@ struct flags {
   std::string trainer = "mf", data, out = "plan.json", trace_dir, quantity;
   double optimum = std::numeric_limits<double>::quiet_NaN();  // f* of the followed quantity (NaN: estimate)
   std::string platform, sim_cpu = "measured";  // --platform: probes on a simulated cluster (--transport sim)
+  std::string refit;                            // --refit DIR: fit on probe_*.jsonl already there, run no probe
   double budget = 30, delay_us = 0, quantile = 0.0, target = std::numeric_limits<double>::quiet_NaN(), unbounded = 8;
   std::uint32_t warmup = 0, probe_iterations = 10, measure_iterations = 30, max_docs = 2000, topics = 20, rank = 16, work_repeat = 1;
   std::uint64_t seed = 1;
@@ -213,6 +214,18 @@ struct workload {
   }
 };
 
+/// --refit: the probe traces of an earlier plan, probe_0.jsonl, probe_1.jsonl, ... in order.
+std::vector<cost::run_trace> read_probes(const std::filesystem::path& dir, const cost::trace_fit_options& to) {
+  std::vector<cost::run_trace> out;
+  for (std::size_t k = 0;; ++k) {
+    const auto file = dir / ("probe_" + std::to_string(k) + ".jsonl");
+    if (!std::filesystem::exists(file)) break;
+    out.push_back(cost::read_run_trace(file, to));
+  }
+  if (out.empty()) throw std::invalid_argument("--refit " + dir.string() + ": no probe_0.jsonl there");
+  return out;
+}
+
 std::vector<cost::model_choice> parse_models(const std::vector<std::string>& names) {
   std::vector<cost::model_choice> m;
   for (const auto& n : names) m.push_back(cost::model_choice::parse(n));
@@ -256,6 +269,8 @@ int main(int argc, char** argv) {
   app.add_option("--measure-iterations", f.measure_iterations, "iterations of each measured run")->capture_default_str();
   app.add_option("--out", f.out, "the fit, the ranking and the checks as JSON")->capture_default_str();
   app.add_option("--trace-dir", f.trace_dir, "where the runs' traces go (default: OUT's name + .traces)");
+  app.add_option("--refit", f.refit, "run no probe: fit on the probe traces of an earlier plan (DIR/probe_0.jsonl, probe_1.jsonl, ...) and rank")
+      ->check(CLI::ExistingDirectory);
   app.add_option("--max-docs", f.max_docs, "lda: documents of the full data (0: all)")->capture_default_str();
   app.add_option("--topics", f.topics, "lda: topics")->capture_default_str();
   app.add_option("--rank", f.rank, "mf: factor rank")->capture_default_str();
@@ -310,7 +325,7 @@ int main(int argc, char** argv) {
     // written fails now, naming it; the fit replaces it whole at the end, or not at all.
     strata::atomic_file out_file(f.out);
     const std::filesystem::path dir = f.trace_dir.empty() ? f.out + ".traces" : f.trace_dir;
-    std::filesystem::create_directories(dir);
+    if (f.refit.empty() || f.measure) std::filesystem::create_directories(dir);  // --refit runs nothing, unless --measure
     const double latency = f.delay_us * 1e-6;
     // Lasso follows its duality gap: 0 at the optimum of every subset's problem, where F(β*) differs
     // from subset to subset (fewer rows fit better) and one fitted f* cannot serve them all.
@@ -352,7 +367,8 @@ int main(int argc, char** argv) {
     std::size_t in_budget = 0;
     // CoCoA+'s convergence model has its own features (cocoa_convergence_f).
     auto plan_with = [&]<class CF>(std::type_identity<CF>) {
-      auto r = cost::plan<system_f, CF>(program, grid, heldout, f.target, po);
+      auto r = f.refit.empty() ? cost::plan<system_f, CF>(program, grid, heldout, f.target, po)
+                               : cost::fit_and_rank<system_f, CF>(read_probes(f.refit, to), heldout, f.target, po);
       ranked = std::move(r.ranked), probes = std::move(r.probes), tp = std::move(r.timings);
       conv_json = r.convergence->to_json(), sys_json = r.system->to_json(), startup_json = r.startup->to_json();
       optimum = r.convergence->optimum(), probe_s = r.probe_seconds, in_budget = r.in_budget, f.target = r.target;

@@ -70,6 +70,49 @@ concept probe_program = requires(P& p, const probe_point& c, std::uint32_t itera
   { p(c, iterations) } -> std::convertible_to<run_trace>;
 };
 
+/// The second half of plan(): fits the models on probe runs already made (by plan(), or read back
+/// from their trace files: strata_plan --refit) and ranks the candidates. The same rules: a NaN
+/// target is the target_quantile of the probes' last values; points at the numerical floor are
+/// left out.
+template <class SF, class CF>
+probing_result<SF, CF> fit_and_rank(std::vector<run_trace> probes, std::span<const probe_point> candidates, double target,
+                                    const probing_options& o) {
+  if (probes.size() < SF::size)
+    throw error(errc::bad_input, "plan: " + std::to_string(probes.size()) + " probe runs; the system model needs at least " +
+                                     std::to_string(SF::size));
+  if (std::isinf(target)) throw error(errc::bad_input, "plan: the target is not finite");
+  if (o.fit.warmup < 1) throw error(errc::bad_input, "plan: fit.warmup must be >= 1 (the iteration the start-up model times)");
+  probing_result<SF, CF> r;
+  r.probes = std::move(probes);
+  std::vector<timing_point> starts;
+  for (const auto& t : r.probes) r.timings.push_back(timing_of(t, o.fit)), starts.push_back(startup_of(t, o.fit));
+  std::vector<progress_point> pp;
+  std::vector<double> finals;
+  for (const auto& t : r.probes) {
+    auto prog = progress_of(t);
+    const double opt = o.convergence.optimum;
+    if (std::isfinite(opt) && !prog.empty()) {
+      const double first = prog.front().value - opt;
+      std::erase_if(prog, [&](const progress_point& p) { return p.value - opt < 1e-12 * first; });
+    }
+    if (prog.empty()) throw error(errc::bad_input, t.file + ": every point is at the numerical floor (1e-12 of the first value above the optimum)");
+    finals.push_back(prog.back().value);
+    for (auto& p : prog) pp.push_back(std::move(p));
+  }
+  if (std::isnan(target)) {
+    std::sort(finals.begin(), finals.end());
+    target = finals[static_cast<std::size_t>(std::clamp(o.target_quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];
+  }
+  r.target = target;
+  r.system = system_model<SF>::fit(r.timings);
+  r.startup = system_model<SF>::fit(starts);
+  r.convergence = convergence_model<CF>::fit(pp, o.convergence);
+  auto po = o.planner;
+  po.warmup = static_cast<double>(o.fit.warmup);
+  r.ranked = plan(*r.system, *r.convergence, candidates, target, po, &*r.startup);
+  return r;
+}
+
 /// See the file comment. A NaN target is the `target_quantile` of the probes' last values (a value
 /// the probes reached, so one the fit can see). Throws strata::error(bad_input) for a grid smaller
 /// than the system model's terms, an infinite target, a budget not > 0, and what the fits refuse.
@@ -118,31 +161,10 @@ probing_result<SF, CF> plan(Program&& program, std::vector<probe_point> grid, st
   while (r.probes.size() <= SF::size && !grid.empty()) probe(0);  // too small a budget: enough to fit
   r.probe_seconds = since(t0);
 
-  std::vector<progress_point> pp;
-  std::vector<double> finals;
-  for (const auto& t : r.probes) {
-    auto prog = progress_of(t);
-    const double opt = o.convergence.optimum;
-    if (std::isfinite(opt) && !prog.empty()) {
-      const double first = prog.front().value - opt;
-      std::erase_if(prog, [&](const progress_point& p) { return p.value - opt < 1e-12 * first; });
-    }
-    if (prog.empty()) throw error(errc::bad_input, t.file + ": every point is at the numerical floor (1e-12 of the first value above the optimum)");
-    finals.push_back(prog.back().value);
-    for (auto& p : prog) pp.push_back(std::move(p));
-  }
-  if (std::isnan(target)) {
-    std::sort(finals.begin(), finals.end());
-    target = finals[static_cast<std::size_t>(std::clamp(o.target_quantile, 0.0, 1.0) * static_cast<double>(finals.size() - 1))];
-  }
-  r.target = target;
-  r.system = system_model<SF>::fit(r.timings);
-  r.startup = system_model<SF>::fit(starts);
-  r.convergence = convergence_model<CF>::fit(pp, o.convergence);
-  auto po = o.planner;
-  po.warmup = static_cast<double>(W);
-  r.ranked = plan(*r.system, *r.convergence, candidates, target, po, &*r.startup);
-  return r;
+  auto fitted = fit_and_rank<SF, CF>(std::move(r.probes), candidates, target, o);
+  fitted.in_budget = r.in_budget;
+  fitted.probe_seconds = r.probe_seconds;
+  return fitted;
 }
 
 }  // namespace strata::cost

@@ -33,7 +33,6 @@ struct flags {
   std::string loss = "hinge", aggregation = "adding", out;
   double lambda = 1e-3, l1_ratio = 0;
   ml::cocoa_preparation prep;
-  bool binarize = false;
   std::vector<std::uint32_t> elastic;  // candidate m of an elastic run (empty: a fixed run)
   std::uint32_t elastic_every = 10;
 };
@@ -79,7 +78,7 @@ int main(int argc, char** argv) {
   app.add_flag("--normalize", fl.prep.normalize_rows, "scale each example to unit norm");
   app.add_option("--bias", fl.prep.bias, "append a constant feature of this value (0: none; regularised, as liblinear's -B)")
       ->capture_default_str();
-  app.add_flag("--binarize", fl.binarize, "labels > 0 become +1, the others -1 (0/1 data for the hinge loss)");
+  app.add_flag("--binarize", fl.prep.binarize, "labels > 0 become +1, the others -1 (0/1 data for the hinge loss)");
   app.add_option("--out", fl.out, "write w to FILE, one coordinate per line (as --save)");
   app.add_option("--elastic", fl.elastic,
                  "an elastic run over these worker counts (one process: --transport inproc or sim, one worker per host): segments of "
@@ -101,10 +100,8 @@ int main(int argc, char** argv) {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) throw std::runtime_error(file + " does not exist (scripts/fetch_data.sh lasso makes the named data sets)");
     const auto data = cli.timed_read([&] {
-      auto raw = ml::io::read_libsvm(file);
+      const auto raw = ml::io::read_libsvm(file);
       if (raw.num_rows() == 0) throw strata::error(strata::errc::refused, file + ": no examples (the file is empty or holds only blank and '#' lines)");
-      if (fl.binarize)
-        for (double& y : raw.labels) y = y > 0 ? 1.0 : -1.0;
       return ml::cocoa_prepare(raw, co.objective, fl.prep, file);
     });
     auto config = ex::run_config(cli.so, "cocoa", co.iterations);

@@ -191,7 +191,7 @@ struct workload {
     o.objective.loss = f->loss == "hinge" ? ml::cocoa_loss::hinge : ml::cocoa_loss::squared;
     o.objective.lambda2 = f->cocoa_lambda;
     o.iterations = iterations, o.seed = f->seed, o.local_passes = f->local_passes, o.eval_every = 1;
-    const auto data = ml::cocoa_prepare(row_subset(scale), o.objective, {}, f->data);
+    const auto data = ml::cocoa_prepare(row_subset(scale), o.objective, {.binarize = f->binarize}, f->data);
     cfg.set("examples", data.size()).set("features", data.d).set("loss", f->loss).set("lambda", f->cocoa_lambda).set("local_passes", o.local_passes);
     return ex::with_system(so, [&](auto& sys) { return ml::train_cocoa(sys, data, o); }).iterations;
   }
@@ -306,8 +306,6 @@ int main(int argc, char** argv) {
                        std::to_string(w.corpus.tokens()) + " tokens' topic assignments (4 bytes per token)");
     } else if (f.trainer == "cocoa") {
       w.rows = ml::io::read_libsvm(std::filesystem::path(f.data));
-      if (f.binarize)
-        for (double& y : w.rows.labels) y = y > 0 ? 1.0 : -1.0;
       // CoCoA+ is a synchronous algorithm: the plan is over m (and data fractions) under BSP unless asked.
       if (probe_models->count() == 0) f.probe_models = {"bsp"};
       if (heldout_models->count() == 0) f.heldout_models = {"bsp"};

@@ -39,6 +39,7 @@ void check_cocoa_options(const cocoa_trainer_options& o) {
 }
 
 cocoa_data cocoa_prepare(const io::libsvm_data& raw, const cocoa_objective& o, const cocoa_preparation& prep, const std::string& name) {
+  const auto label = [&](std::size_t i) { return prep.binarize ? (raw.labels[i] > 0 ? 1.0 : -1.0) : raw.labels[i]; };
   cocoa_data out;
   out.d = raw.num_features + (prep.bias != 0 ? 1u : 0u);
   // Standardising: every column centred and scaled to variance 1 (dense from here), the target centred (squared loss).
@@ -51,7 +52,7 @@ cocoa_data cocoa_prepare(const io::libsvm_data& raw, const cocoa_objective& o, c
       const auto ri = raw.row_indices(i);
       const auto rv = raw.row_values(i);
       for (std::size_t k = 0; k < ri.size(); ++k) mean[ri[k]] += rv[k], sq[ri[k]] += rv[k] * rv[k];
-      ymean += raw.labels[i];
+      ymean += label(i);
     }
     for (std::uint32_t j = 0; j < raw.num_features; ++j) {
       mean[j] /= nr;
@@ -64,7 +65,7 @@ cocoa_data cocoa_prepare(const io::libsvm_data& raw, const cocoa_objective& o, c
   std::vector<std::uint32_t> c;
   std::vector<double> v;
   for (std::size_t i = 0; i < raw.num_rows(); ++i) {
-    const double y = raw.labels[i];
+    const double y = label(i);
     if (o.loss == cocoa_loss::hinge && y != 1.0 && y != -1.0)
       throw error(errc::bad_input, name + ": example " + std::to_string(i + 1) + " has label " + std::to_string(y) +
                                        "; the hinge loss needs labels +1 and -1");

@@ -56,10 +56,11 @@ struct cocoa_trainer_options : run_options {
 /// Refuses settings no run can honour (naming the setting).
 void check_cocoa_options(const cocoa_trainer_options& o);
 
-/// Examples from a libsvm file's rows: optionally standardised, each row scaled to unit norm, a constant bias
+/// Examples from a libsvm file's rows: optionally labels binarised, standardised, each row scaled to unit norm, a constant bias
 /// feature appended (its value `bias`, regularised like the others, as liblinear's -B), and for
 /// the hinge loss labels checked to be ±1 (0 / 1 labels are refused naming the first other one).
 struct cocoa_preparation {
+  bool binarize = false;     ///< labels > 0 become +1, the others -1 (0/1 or regression data for the hinge loss)
   bool standardize = false;  ///< centre every column and scale it to variance 1 (dense), centre the target (squared loss)
   bool normalize_rows = false;
   double bias = 0;  ///< 0: no bias feature

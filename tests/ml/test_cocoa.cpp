@@ -172,6 +172,8 @@ TEST_CASE("CoCoA+ settings and data no run can use are refused with the reason")
   raw.row_offsets = {0, 0, 0};
   CHECK_THROWS_WITH_AS(ml::cocoa_prepare(raw, {ml::cocoa_loss::hinge, 1e-3, 0}, {}, "f.svm"),
                        doctest::Contains("f.svm: example 2 has label 0"), strata::error);
+  const auto b = ml::cocoa_prepare(raw, {ml::cocoa_loss::hinge, 1e-3, 0}, {.binarize = true}, "f.svm");  // 0/1 labels made ±1
+  CHECK(b.y == std::vector<double>{1.0, -1.0});
 }
 
 TEST_CASE("CoCoA+ elastic m: alpha and v carry across segments (the true dual never falls), workers change, the optimum is reached") {

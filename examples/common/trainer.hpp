@@ -204,9 +204,10 @@ decltype(auto) with_system(const system_options& so, strata::model_params mp, F&
           if (std::uncaught_exceptions() > 0) return;  // the run failed: its error says what happened
           const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           const double simulated = t.simulated_seconds();
-          std::fprintf(stderr, "sim: platform %s, %.6f simulated s in %.3f s of wall time (%.1fx), %llu messages, %.1f MB\n",
+          std::fprintf(stderr, "sim: platform %s, %.6f simulated s in %.3f s of wall time (%.1fx), %llu messages, %.1f MB, %zu lanes, %llu waits for a lane\n",
                        t.platform().name.c_str(), simulated, wall, simulated > 0 ? wall / simulated : 0.0,
-                       static_cast<unsigned long long>(t.messages()), static_cast<double>(t.bytes_sent()) / 1e6);
+                       static_cast<unsigned long long>(t.messages()), static_cast<double>(t.bytes_sent()) / 1e6, t.lanes_used(),
+                       static_cast<unsigned long long>(t.lane_waits()));
         }
       } r{sys.transport(), t0};
       return train(sys);

@@ -61,6 +61,7 @@ struct options {
   bool mpi_init_single = false;  // --mpi-init-single: the program initialises MPI itself with MPI_Init
   std::string platform;      // --platform FILE (sim)
   std::string sim_cpu = "none";  // --sim-cpu measured|none (sim)
+  std::size_t sim_max_lanes = 0;  // --sim-max-lanes N (sim): transfers in flight at once
   std::string scenario = "plan";  // plan: the seeded workload; runtime: roles, messages, collectives, repeated runs
   strata::checkpoint_config checkpoint;  // plan: --checkpoint-dir, --checkpoint-every, --resume
   strata::cluster_options cluster;
@@ -151,7 +152,8 @@ int run(const options& o, std::uint32_t nodes, typename Transport::config tc, st
   if (bounded && st.reads > 0 && st.min_clock_staleness.stats().max() > mp.staleness) bad.add("observed staleness above the bound");
 #if STRATA_HAVE_SIMGRID
   if constexpr (std::is_same_v<Transport, strata::simulated>)
-    std::cout << "SIMULATED seconds=" << sys.transport().simulated_seconds() << " messages=" << sys.transport().messages() << std::endl;
+    std::cout << "SIMULATED seconds=" << sys.transport().simulated_seconds() << " messages=" << sys.transport().messages()
+              << " lanes=" << sys.transport().lanes_used() << " lane_waits=" << sys.transport().lane_waits() << std::endl;
 #endif
   std::cout << rows.str() << "RESULT rank=" << rank << " model=" << mp.describe() << " reads=" << st.reads
             << " max_staleness=" << (st.reads ? st.min_clock_staleness.stats().max() : 0) << " bytes_sent=" << sys.transport().bytes_sent()
@@ -275,6 +277,7 @@ int dispatch_transport(const options& o) {
     try {
       sc.platform = strata::sim::load_platform(o.platform);
       sc.cpu = strata::sim::parse_cpu_charge(o.sim_cpu);
+      sc.max_lanes = o.sim_max_lanes;
       return run_scenario<strata::simulated>(o, o.cluster.size.value_or(1), std::move(sc), 0);
     } catch (const std::exception& e) {
       std::cerr << "ERROR: " << e.what() << std::endl;
@@ -315,6 +318,7 @@ int main(int argc, char** argv) {
   app.add_option("--transport", o.transport, "tcp | inproc | mpi (under mpirun; when built with MPI) | sim (with SimGrid: --size nodes on --platform)");
   app.add_option("--platform", o.platform, "sim: the platform file (examples/platforms)");
   app.add_option("--sim-cpu", o.sim_cpu, "sim: measured | none (what the parties' compute costs)");
+  app.add_option("--sim-max-lanes", o.sim_max_lanes, "sim: transfers in flight at once (0: as many as the process's memory mappings allow)");
   app.add_option("--wpn", o.wpn, "workers per process");
   app.add_option("--clocks", o.clocks, "clocks per worker");
   app.add_option("--rows", o.rows, "rows in the table");

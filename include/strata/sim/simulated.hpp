@@ -9,8 +9,11 @@
 ///   (the same host when they share one: nodes_per_host) as SimGrid communications
 ///   over the platform's links, sharing their bandwidth with the others in flight: through one
 ///   channel per pair of nodes (as tcp has one connection per pair of processes), in order, up to
-///   4 transfers at a time (fewer where the process runs out of memory mappings for their actors'
-///   stacks), each carrying what was queued when it left (payload bytes + 32 per message);
+///   4 transfers at a time, each carrying what was queued when it left (payload bytes + 32 per
+///   message), on lanes drawn from one pool; the pool is as large as the process's memory mappings
+///   allow for its actors' stacks (~14,000 transfers in flight at once by default) or
+///   config::max_lanes, and a transfer that finds every lane busy waits for one (lane_waits()
+///   counts them: above 0, the simulated network was narrower than the platform's);
 /// - the CPU time a party's handlers take on this machine (`cpu_charge::measured`) is charged to
 ///   its host as an execution of seconds x reference flop rate before its next send and before it
 ///   waits, so a host of speed factor f runs it in 1/f of the time, and a host's cores are shared
@@ -127,6 +130,7 @@ class simulated : public party_runner {
   struct config {
     sim::platform platform;                             ///< the cluster: node n runs on host n / nodes_per_host
     sim::cpu_charge cpu = sim::cpu_charge::measured;    ///< what a party's compute costs
+    std::size_t max_lanes = 0;  ///< transfers in flight at once (pairs of actors); 0: as many as the process's memory mappings allow
   };
 
   explicit simulated(config c) : cfg_(std::move(c)), world_(&sim::world::of(cfg_.platform)) {
@@ -197,7 +201,10 @@ class simulated : public party_runner {
     }
     ctl_ = nullptr;
     channels_.clear();
-    lanes_.clear();
+    lanes_peak_ = std::max(lanes_peak_, lanes_.size());
+    lanes_.clear();  // their actors ended with the run
+    idle_.clear();
+    starved_.clear();
     done_ = nullptr;
     current_ = nullptr;
     simulated_s_ += s4u::Engine::get_clock() - t0;
@@ -350,17 +357,21 @@ class simulated : public party_runner {
 
   /// Between two nodes, as strata's tcp transport has one connection between two processes: the
   /// messages of all the parties of one node to the parties of another travel through one
-  /// channel, in order, up to `lanes` transfers at a time (each what was queued when it left, as
-  /// one communication of their total size). A lane is a pair of actors: one on the sending host
-  /// puts the transfer into the mailbox of one on the receiving host, which hands its messages to
-  /// their parties. Both wait for their communication. (A communication that nobody waits for,
-  /// detached or SimGrid's host-to-host `sendto`, sits in one global list that SimGrid searches
-  /// linearly when it ends: quadratic in the transfers in flight, 90% of a 256-worker ESSP run's
-  /// time; an actor per transfer cost a stack's mmap and munmap each, 60%.)
+  /// channel, in order, up to `lanes_per_channel` transfers at a time (each what was queued when it
+  /// left, as one communication of their total size). A lane is a pair of actors that carries one
+  /// transfer at a time: given a channel, its sender moves to the channel's sending host and puts
+  /// the transfer into the lane's mailbox, its receiver moves to the receiving host, takes it and
+  /// hands its messages to their parties; then the lane goes back to one pool that every channel
+  /// draws on. (A communication that nobody waits for, detached or SimGrid's host-to-host `sendto`,
+  /// sits in one global list that SimGrid searches linearly when it ends: quadratic in the
+  /// transfers in flight, 90% of a 256-worker ESSP run's time; an actor per transfer cost a stack's
+  /// mmap and munmap each, 60%; actors of their own for each pair of nodes ran out of memory
+  /// mappings past ~110 nodes, where every node talks to every other: 2 n (n - 1) actors.)
   struct channel;
   struct lane {
     channel* ch = nullptr;
-    simgrid::s4u::SemaphorePtr go = simgrid::s4u::Semaphore::create(0);
+    simgrid::s4u::SemaphorePtr go_send = simgrid::s4u::Semaphore::create(0);
+    simgrid::s4u::SemaphorePtr go_receive = simgrid::s4u::Semaphore::create(0);
     simgrid::s4u::Mailbox* mailbox = nullptr;
     std::uint64_t size = 0;
     std::vector<std::unique_ptr<envelope>> batch;
@@ -368,13 +379,15 @@ class simulated : public party_runner {
   struct channel {
     simgrid::s4u::Host *from = nullptr, *to = nullptr;
     std::deque<std::unique_ptr<envelope>> queue;
-    std::vector<lane*> idle;
-    std::uint32_t lanes = 0;
+    std::uint32_t busy = 0;   // lanes carrying this channel's transfers now
+    bool waiting = false;     // in starved_: it has a queue and no lane was free
   };
   static constexpr std::uint32_t lanes_per_channel = 4;
-  /// Lanes beyond each channel's first while the process has room for their actors: an actor's
-  /// stack and its guard page are two of the kernel's memory mappings, of which a process may have
-  /// vm.max_map_count (65,530 by default; SimGrid aborts past it). 1,024 workers on 64 hosts reached it.
+ public:
+  /// How many lanes (pairs of actors) the process may hold: config::max_lanes where set, and at
+  /// most what fits: an actor's stack and its guard page are two of the kernel's memory mappings, of which a process may have vm.max_map_count
+  /// (65,530 by default; SimGrid aborts past it). Transfers beyond it wait for a lane: counted in
+  /// lane_waits().
   std::size_t lane_budget() const {
     static const std::size_t max_maps = [] {
       std::size_t n = 65530;
@@ -386,8 +399,15 @@ class simulated : public party_runner {
       return n;
     }();
     const std::size_t reserve = 8192 + 2 * 2 * parties_.size();  // the program's own, and the parties' actors
-    return max_maps > reserve ? (max_maps - reserve) / 4 : 0;
+    const std::size_t fit = std::max<std::size_t>(max_maps > reserve ? (max_maps - reserve) / 4 : 0, 1);
+    return cfg_.max_lanes > 0 ? std::min(cfg_.max_lanes, fit) : fit;
   }
+  /// Transfers that found every lane of the budget busy and waited for one (0: the network was
+  /// simulated without this limit), and the most lanes in use at once, over every run so far.
+  std::uint64_t lane_waits() const noexcept { return lane_waits_; }
+  std::size_t lanes_used() const noexcept { return std::max(lanes_peak_, lanes_.size()); }
+
+ private:
   channel& channel_of(const party& from, const party& to) {
     auto& ch = channels_[{from.at.node, to.at.node}];
     if (!ch) {
@@ -397,25 +417,31 @@ class simulated : public party_runner {
     }
     return *ch;
   }
-  /// Sends what ch has queued on an idle lane (a new one while it has fewer than lanes_per_channel).
+  /// Sends what ch has queued on a lane of the pool (a new one while the budget allows), unless
+  /// ch has lanes_per_channel transfers on their way: the next to arrive sends the queue then.
   void pump(channel& ch) {
     namespace s4u = simgrid::s4u;
-    if (ch.queue.empty()) return;
+    if (ch.queue.empty() || ch.busy >= lanes_per_channel) return;
     lane* l = nullptr;
-    if (!ch.idle.empty()) {
-      l = ch.idle.back();
-      ch.idle.pop_back();
-    } else if (ch.lanes == 0 || (ch.lanes < lanes_per_channel && lanes_.size() < lane_budget())) {
-      ++ch.lanes;
+    if (!idle_.empty()) {
+      l = idle_.back();
+      idle_.pop_back();
+    } else if (lanes_.size() < lane_budget()) {
       lanes_.push_back(std::make_unique<lane>());
       l = lanes_.back().get();
-      l->ch = &ch;
       l->mailbox = s4u::Mailbox::by_name("strata-lane-" + std::to_string(lanes_.size()));
       s4u::Actor::create("lane-send", ch.from, [this, l] { send_loop(*l); })->daemonize();
       s4u::Actor::create("lane-receive", ch.to, [this, l] { receive_loop(*l); })->daemonize();
     } else {
-      return;  // every lane is busy: the next one to arrive sends the queue
+      if (ch.busy == 0 && !ch.waiting) {  // nothing of its own on the way that would send it: wait for any lane
+        ch.waiting = true;
+        starved_.push_back(&ch);
+        ++lane_waits_;
+      }
+      return;
     }
+    ++ch.busy;
+    l->ch = &ch;
     l->size = 0;
     for (auto& e : ch.queue) {
       l->size += detail::payload_size(e->m);
@@ -423,25 +449,38 @@ class simulated : public party_runner {
     }
     ch.queue.clear();
     bytes_ += l->size;
-    l->go->release();
+    l->go_send->release();
+    l->go_receive->release();
   }
   void send_loop(lane& l) {
     for (;;) {
-      l.go->acquire();
+      l.go_send->acquire();
+      if (simgrid::s4u::this_actor::get_host() != l.ch->from) simgrid::s4u::this_actor::set_host(l.ch->from);
       l.mailbox->put(&l, l.size);
     }
   }
   void receive_loop(lane& l) {
     for (;;) {
+      l.go_receive->acquire();
+      if (simgrid::s4u::this_actor::get_host() != l.ch->to) simgrid::s4u::this_actor::set_host(l.ch->to);
       (void)l.mailbox->get<lane>();
+      channel& ch = *l.ch;
       for (auto& e : l.batch) {
         --in_flight_;
         party& q = *index_.at(key(e->dst));  // before e moves into the call
         deliver(q, std::move(e));
       }
       l.batch.clear();
-      l.ch->idle.push_back(&l);
-      pump(*l.ch);
+      l.ch = nullptr;
+      --ch.busy;
+      idle_.push_back(&l);
+      pump(ch);
+      while (!idle_.empty() && !starved_.empty()) {
+        channel* c = starved_.front();
+        starved_.pop_front();
+        c->waiting = false;
+        pump(*c);
+      }
     }
   }
   /// Hands `e` to q's queue and wakes q if it waits.
@@ -487,7 +526,11 @@ class simulated : public party_runner {
   std::exception_ptr error_;
   simgrid::s4u::SemaphorePtr ctl_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::unique_ptr<channel>> channels_;  // this run's
-  std::vector<std::unique_ptr<lane>> lanes_;
+  std::vector<std::unique_ptr<lane>> lanes_;  // this run's pool
+  std::size_t lanes_peak_ = 0;
+  std::vector<lane*> idle_;
+  std::deque<channel*> starved_;
+  std::uint64_t lane_waits_ = 0;
   std::uint64_t in_flight_ = 0, bytes_ = 0, messages_ = 0;
   double simulated_s_ = 0;
 };

@@ -258,8 +258,8 @@ class cocoa_worker {
   /// The true model after round j; returns true when its gap meets the tolerance (the same answer
   /// on every worker: the parts are all-reduced in worker order).
   task<bool> evaluate_snapshot(std::uint32_t j) {
-    const auto t0 = clock_t_::now();
     auto mark = co_await snapshot_begin(w_);
+    const auto t0 = clock_t_::now();  // the evaluation's own time, from the meeting on (see snapshot_begin)
     co_await read_v();
     const std::pair<double, double> pd = parts(wv_);  // (no structured binding across co_await: GCC 12)
     rec_.add_values(p_, j, pd.first, pd.first, -pd.second);

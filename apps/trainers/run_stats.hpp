@@ -65,16 +65,22 @@ struct run_options {
 /// Opens a consistent snapshot of the tables for evaluation: every worker's increments so far are
 /// applied (worker::barrier) and cached rows dropped, and the worker's statistics are paused. Every
 /// worker must call it, then read what it evaluates, then `snapshot_end` (a second meeting, so no
-/// worker's next increments reach a shard while another still reads the snapshot). The time
-/// between the two belongs to the evaluation (charge it with run_recorder::charge_eval).
+/// worker's next increments reach a shard while another still reads the snapshot). The time from
+/// snapshot_begin's return to snapshot_end's belongs to the evaluation (charge it with
+/// run_recorder::charge_eval); the meeting in snapshot_begin does not: it is the wait for the
+/// other workers' clocks and the flush of this one's increments, which the next iteration's
+/// reads would have waited for without an evaluation (under BSP, at every clock).
 inline task<worker::stats_mark> snapshot_begin(worker& w) {
   auto mark = w.pause_stats();
   co_await w.barrier();
   co_return mark;
 }
-/// Closes the snapshot opened by snapshot_begin and resumes the worker's statistics.
+/// Closes the snapshot opened by snapshot_begin, drops the rows its reads cached (the next
+/// iteration fetches its rows itself, as it would have without the evaluation) and resumes the
+/// worker's statistics.
 inline task<> snapshot_end(worker& w, worker::stats_mark mark) {
   (void)co_await w.all_gather(std::uint8_t{0});
+  w.drop_cached_rows();
   w.resume_stats(mark);
 }
 

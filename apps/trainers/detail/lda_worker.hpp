@@ -198,12 +198,10 @@ class lda_worker {
   /// LL parts of the current state (this worker's share), charged as evaluation time.
   /// With `snapshot` (run_options::eval_every), of the true model: a consistent snapshot of the tables.
   task<> evaluate(std::uint32_t it, bool snapshot) {
-    const auto t0 = strata::run_clock::now();
     worker::stats_mark mark;
-    if (snapshot) {
-      mark = co_await snapshot_begin(w_);
-      co_await read_totals();
-    }
+    if (snapshot) mark = co_await snapshot_begin(w_);
+    const auto t0 = strata::run_clock::now();  // the evaluation's own time, from the meeting on (see snapshot_begin)
+    if (snapshot) co_await read_totals();
     double ll = 0;
     for_each_document([&](std::uint32_t, std::span<const std::uint32_t> z) { ll += nd_.loglik(z, t_.lp); });
     if (o_.prefetch)

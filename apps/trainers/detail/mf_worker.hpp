@@ -283,8 +283,8 @@ class mf_worker {
   }
   /// The true model after slot j: every worker's increments through this iteration, nothing later.
   task<> evaluate_snapshot(std::uint32_t j) {
-    const auto t0 = clock::now();
     auto mark = co_await snapshot_begin(w_);
+    const auto t0 = clock::now();  // the evaluation's own time, from the meeting on (see snapshot_begin)
     co_await read_model();
     rec_.add_values(p_, j, train_objective(), test_sq(), test_count());
     co_await snapshot_end(w_, mark);

@@ -262,6 +262,12 @@ class worker : public actor {
   /// clock stay in the oplog until the next `clock()` (at the end of a run, after the last clock,
   /// there are none).
   task<> barrier();  // defined with the awaiters (runtime/detail/worker_awaiters.hpp)
+  /// Drops this worker's cached rows: its next read of each row asks its shard, as after a barrier
+  /// (an evaluation that read the whole model leaves no cache behind that the next iteration's
+  /// reads would not have had).
+  void drop_cached_rows() {
+    for (auto& t : tables_) t->invalidate();
+  }
 
   /// Runs another coroutine on this worker's thread, beside the program (it shares the worker's
   /// cache, oplog and clock). The worker finishes only after every spawned coroutine has; an

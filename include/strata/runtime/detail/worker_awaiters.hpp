@@ -218,7 +218,7 @@ inline task<> worker::barrier() {
     if (!all_acked()) co_await until([this] { return all_acked(); });
   }
   (void)co_await all_gather(std::uint8_t{0});
-  for (auto& t : tables_) t->invalidate();
+  drop_cached_rows();
 }
 
 }  // namespace strata

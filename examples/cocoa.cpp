@@ -125,10 +125,7 @@ int main(int argc, char** argv) {
       const bool sim = cli.so.transport == "sim";
       strata::cost::elastic_policy policy;
       const auto segment = [&](std::uint32_t m, const ml::cocoa_trainer_options& o) {
-        auto so = cli.so;  // sim: m hosts of one worker each; inproc: m worker threads
-        if (sim) so.nodes = m, so.workers = 1;
-        else so.nodes = 1, so.workers = m;
-        return ex::with_system(so, [&](auto& sys) { return ml::train_cocoa(sys, data, o); });
+        return ex::with_system(cli.so.with_machines(m), [&](auto& sys) { return ml::train_cocoa(sys, data, o); });
       };
       res = ml::train_cocoa_elastic(data, co, {fl.elastic, fl.elastic_every, !sim}, policy, segment, progress);
     }

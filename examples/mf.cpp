@@ -23,6 +23,7 @@
 #include <strata/ml/mf_model.hpp>
 #include <strata/cost/adaptive.hpp>
 #include <trainers/adaptive.hpp>
+#include <trainers/mf_elastic.hpp>
 #include <trainers/mf_ccd.hpp>
 #include <trainers/mf_trainer.hpp>
 
@@ -58,6 +59,8 @@ struct prediction_flags {
   double target = std::numeric_limits<double>::quiet_NaN();
   double min_gap = 0;               ///< refit_options::min_gap
   std::uint32_t repeat = 1;         ///< runs of the whole training in this process (the last one is reported)
+  std::vector<std::uint32_t> elastic;  ///< candidate m of an elastic run (empty: a fixed run)
+  std::uint32_t elastic_every = 10;
 };
 
 void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags& pf) {
@@ -98,7 +101,14 @@ void add_model_flags(CLI::App& app, ml::mf_trainer_options& mo, prediction_flags
   app.add_option("--adaptive-candidates", pf.candidates, "staleness bounds --adaptive chooses from, e.g. 0,1,2,4")
       ->delimiter(',')
       ->check(strata::examples::non_negative);
-  app.add_option("--adaptive-target", pf.target, "test RMSE the adaptive policy aims at (default: halve the gap)");
+  app.add_option("--adaptive-target", pf.target, "test RMSE the adaptive policy aims at (default: halve the gap); --elastic: stops there");
+  app.add_option("--elastic", pf.elastic,
+                 "an elastic run over these worker counts (one process: --transport inproc, or sim with one worker per host): "
+                 "segments of --elastic-every iterations, each a new run from the last one's model, the next m chosen from the "
+                 "true test RMSE's trace toward --adaptive-target (cost/elastic.hpp)")
+      ->delimiter(',')
+      ->check(strata::examples::positive);
+  app.add_option("--elastic-every", pf.elastic_every, "iterations per segment of an elastic run")->check(strata::examples::positive)->capture_default_str();
   app.add_option("--adaptive-min-gap", pf.min_gap, "f* at least this fraction of the RMSE range below the best (refit_options::min_gap)")
       ->check(strata::examples::non_negative)
       ->capture_default_str();
@@ -277,6 +287,13 @@ int main(int argc, char** argv) {
     if (ckpt && (pf.mode == "ccd" || pf.adaptive > 0)) throw std::runtime_error("checkpoints and --resume are for --mode sgd without --adaptive");
     if (pf.repeat > 1 && (ckpt || cli.so.is_distributed() || pf.mode == "ccd"))
       throw std::runtime_error("--repeat is for one process (not --transport tcp), --mode sgd or rotation, without checkpoints");
+    if (!pf.elastic.empty()) {
+      if (cli.so.is_distributed()) throw std::runtime_error("--elastic runs in one process: --transport inproc or sim");
+      if (pf.mode != "sgd" || pf.adaptive > 0 || ckpt || pf.repeat > 1 || cli.bench)
+        throw std::runtime_error("--elastic is for --mode sgd without --adaptive, checkpoints, --repeat or --bench");
+      if (!std::isfinite(pf.target)) throw std::runtime_error("--elastic needs --adaptive-target: the test RMSE the run goes to");
+      if (cli.app.count("--eval-every") == 0) mo.eval_every = 1;  // the policy follows the true model
+    }
     if (mo.average_items && pf.mode != "sgd")
       throw std::runtime_error("--average-items is for --mode sgd (rotation never has two workers on an item in one clock; ccd takes no SGD steps)");
     if (pf.mode == "ccd") {
@@ -312,7 +329,25 @@ int main(int argc, char** argv) {
     strata::trace_writer trace(cli.lead() ? cli.metrics : std::string(), config);
     ex::progress_line line(cli.quiet || !cli.lead());
     const auto progress = ex::progress_printer(line, cli.so, "mf", mo.iterations, [](double rmse) { return ex::fmt("test RMSE %.4f", rmse); });
+    auto run_elastic = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
+      strata::cost::elastic_policy policy;
+      const bool sim = cli.so.transport == "sim";
+      const auto segment = [&](std::uint32_t m, const ml::mf_trainer_options& o) {
+        return ex::with_system(cli.so.with_machines(m), [&](auto& sys) { return ml::train_mf(sys, train, test, o); });
+      };
+      auto e = ml::train_mf_elastic(mo, pf.target, {pf.elastic, pf.elastic_every, !sim}, policy, segment, on_iteration);
+      ml::adaptive_run<ml::mf_run> r;
+      static_cast<ml::mf_run&>(r) = std::move(static_cast<ml::mf_run&>(e));
+      for (const auto& sg : e.segments) {
+        strata::cost::segment c;
+        c.config.workers = sg.workers;
+        c.first = sg.first, c.last = sg.last, c.reason = sg.reason + ex::fmt(" (switch %.3f s)", sg.switch_seconds);
+        r.segments.push_back(std::move(c));
+      }
+      return r;
+    };
     auto run = [&](const std::function<void(const strata::iteration_record&)>& on_iteration) {
+      if (!pf.elastic.empty()) return run_elastic(on_iteration);
       return ex::with_system(cli.so, [&](auto& sys) {
         auto r = pf.adaptive == 0 ? ml::adaptive_run<ml::mf_run>{ml::train_mf(sys, train, test, mo, on_iteration), {}}
                                   : train_adaptive(sys, pf, train, test, mo, on_iteration);
@@ -333,7 +368,8 @@ int main(int argc, char** argv) {
         if (it.iteration <= res.segments[k].last) {
           strata::json_value::object_type extra;
           extra.emplace_back("segment", strata::json_value(k));
-          extra.emplace_back("staleness_bound", strata::json_value(res.segments[k].config.staleness));
+          if (pf.elastic.empty()) extra.emplace_back("staleness_bound", strata::json_value(res.segments[k].config.staleness));
+          else extra.emplace_back("segment_workers", strata::json_value(res.segments[k].config.workers));
           trace.write(it, extra);
           break;
         }
@@ -341,7 +377,12 @@ int main(int argc, char** argv) {
     trace.close();
     for (const auto& sg : res.segments)
       if (cli.lead())
-        std::printf("mf adaptive: iterations %u-%u %s: %s\n", sg.first, sg.last, sg.config.describe().c_str(), sg.reason.c_str());
+        std::printf("mf %s: iterations %u-%u %s: %s\n", pf.elastic.empty() ? "adaptive" : "elastic", sg.first, sg.last,
+                    pf.elastic.empty() ? sg.config.describe().c_str() : ex::fmt("m=%g", sg.config.workers).c_str(), sg.reason.c_str());
+    if (!pf.elastic.empty() && !res.segments.empty()) {  // the summary's workers: the last segment's m; its iterations: those run
+      cli.so = cli.so.with_machines(static_cast<std::uint32_t>(res.segments.back().config.workers));
+      mo.iterations = res.segments.back().last;
+    }
     print_summary(cli, mo, res, run_seconds);
     if (cli.bench) {  // every process repeats the trainer (one process: tcp runs are not repeated)
       const std::uint32_t P = cli.so.workers * cli.so.nodes;
@@ -356,6 +397,16 @@ int main(int argc, char** argv) {
       return 3;
     }
     if (cli.lead()) write_outputs(cli, pf, to_predict, res.model);
+    if (!pf.elastic.empty()) {
+      bool reached = false;
+      for (const auto& it : res.iterations) reached = reached || (it.iteration > 0 && it.metric <= pf.target);
+      if (!reached) {
+        std::fflush(stdout);  // the segments and the summary first
+        std::fprintf(stderr, "strata_mf: not converged: test RMSE %.4f after %u iterations, above the target %.4f\n", res.final_rmse,
+                     mo.iterations, pf.target);
+        return 3;
+      }
+    }
     return 0;
   });
 }

@@ -128,10 +128,7 @@ struct workload {
       so.transport = "sim";
       so.platform = f->platform;
       so.sim_cpu = f->sim_cpu;
-      if (f->trainer == "cocoa") {  // CoCoA+'s m is machines: one worker on each of m hosts
-        so.nodes = so.workers;
-        so.workers = 1;
-      }
+      if (f->trainer == "cocoa") so = so.with_machines(so.workers);  // CoCoA+'s m is machines: one worker on each of m hosts
     }
     so.resolve();
     auto cfg = ex::run_config(so, f->trainer, iterations);

@@ -350,69 +350,30 @@ cocoa_elastic_run train_cocoa_elastic(const cocoa_data& data, const cocoa_traine
                                       cost::elastic_policy& policy, const cocoa_segment_runner& run,
                                       std::function<void(const iteration_stats&)> on_iteration) {
   check_cocoa_options(o);
-  if (eo.workers.empty()) throw error(errc::bad_input, "cocoa elastic: no candidate worker counts");
-  if (eo.every == 0) throw error(errc::bad_input, "cocoa elastic: segments of 0 rounds");
   if (o.tolerance <= 0 || o.eval_every != 1)
     throw error(errc::bad_input, "cocoa elastic: the policy follows the true gap every round toward a target: eval-every 1 and a tolerance > 0");
-  std::vector<cost::probe_point> candidates;
-  for (std::uint32_t m : eo.workers) {
-    if (m == 0) throw error(errc::bad_input, "cocoa elastic: a candidate of 0 workers");
-    cost::probe_point p;
-    p.workers = m;
-    candidates.push_back(p);
-  }
   std::vector<double> alpha(data.size(), 0.0), v(data.d, 0.0);
-  cocoa_elastic_run out;
-  std::vector<cost::segment> segs;
-  std::uint32_t m = *std::max_element(eo.workers.begin(), eo.workers.end());
-  std::string reason = "start with the most workers";
-  double offset = 0;
-  const auto t_start = clock_t_::now();
-  auto last_end = t_start;
-  while (out.rounds < o.iterations) {
+  std::uint64_t steps = 0;
+  auto segment = [&](std::uint32_t m, std::uint32_t done, std::uint32_t count) {
     cocoa_trainer_options so = o;
-    so.iterations = std::min(eo.every, o.iterations - out.rounds);
+    so.iterations = count;
     so.keep_state = true;
-    if (out.rounds > 0) so.start_alpha = &alpha, so.start_v = &v;
-    // A switch costs the time between segments and the new segment's set-up and tear-down (the
-    // system's start, the re-partition: the call's wall time beyond the run's own).
-    const double gap_s = out.rounds > 0 ? since(last_end) : 0.0;
-    const auto t_call = clock_t_::now();
-    cocoa_run r = run(m, so);
-    last_end = clock_t_::now();
-    // (Simulated runs: run_clock is the simulation's, r.seconds simulated: no switch time is measured.)
-    const double switch_s = eo.count_switches && out.rounds > 0 ? gap_s + std::max(0.0, since(t_call) - r.seconds) : 0.0;
-    offset += switch_s;
-    for (auto rec : r.iterations) {
-      if (rec.iteration == 0 && out.rounds > 0) continue;
-      rec.iteration += out.rounds;
-      rec.elapsed_s += offset;
-      for (auto& e : rec.worker_elapsed_s) e += offset;
-      if (on_iteration) on_iteration(rec);
-      out.iterations.push_back(std::move(rec));
-    }
-    offset = out.iterations.back().elapsed_s;
-    out.segments.push_back({m, out.rounds + 1, out.rounds + r.rounds, switch_s, reason});
-    segs.push_back({candidates.front(), out.rounds + 1, out.rounds + r.rounds, reason});
-    segs.back().config.workers = m;
-    out.rounds += r.rounds;
-    out.steps += r.steps;
-    out.bytes_sent += r.bytes_sent;
-    out.primal = r.primal, out.dual = r.dual, out.converged = r.converged;
-    out.w = std::move(r.w);
-    alpha = std::move(r.alpha);
-    v = std::move(r.v);
-    if (out.converged || out.rounds >= o.iterations) break;
-    cost::adaptive_input in;
-    in.trace = out.iterations;
-    in.segments = segs;
-    in.candidates = candidates;
-    in.target = o.tolerance * std::abs(out.iterations.back().objective);
-    const auto choice = policy.choose(in);
-    m = static_cast<std::uint32_t>(choice.config.workers);
-    reason = choice.reason;
-  }
-  out.seconds = since(t_start);
+    if (done > 0) so.start_alpha = &alpha, so.start_v = &v;
+    elastic_step<cocoa_run> step;
+    step.run = run(m, so);
+    step.iterations = step.run.rounds;
+    step.reached = step.run.converged;
+    steps += step.run.steps;
+    alpha = std::move(step.run.alpha);
+    v = std::move(step.run.v);
+    return step;
+  };
+  auto target_of = [&](const std::vector<iteration_stats>& trace) { return o.tolerance * std::abs(trace.back().objective); };
+  auto tr = run_elastic<cocoa_run>("cocoa elastic", eo, o.iterations, policy, false, target_of, segment, on_iteration);
+  auto out = elastic_result<cocoa_elastic_run>(std::move(tr));
+  out.rounds = out.iterations_run;
+  out.converged = out.reached;
+  out.steps = steps;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // The MF trainer's bodies (apps/trainers/mf_trainer.hpp declares them), compiled once into
 // strata_apps instead of in every program and test that trains MF.
 #include <strata/core/clock.hpp>
+#include <trainers/mf_elastic.hpp>
 #include <trainers/mf_trainer.hpp>
 
 #include <strata/ml/io/ratings.hpp>
@@ -12,6 +13,7 @@
 #include <trainers/run_stats.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -122,8 +124,12 @@ mf_run train_mf_segments(system_base& sys, const io::rating_set& train, const io
   detail::mf_training t(sys, train, test, o);
   const auto start = sys.start_clock();
   detail::mf_check_resume(start, static_cast<bool>(plan), o.iterations);
+  if (o.first_iteration > 0 && (start > 0 || o.first_iteration >= o.iterations))
+    throw strata::error(errc::bad_input, start > 0 ? "train_mf: a run resumed from a checkpoint cannot also start at a given iteration"
+                                                   : "train_mf: the run starts after iteration " + std::to_string(o.first_iteration) +
+                                                         ", nothing is left of " + std::to_string(o.iterations) + " iterations");
   detail::mf_segments_progress pr;
-  pr.done = static_cast<std::uint32_t>(start);
+  pr.done = start > 0 ? static_cast<std::uint32_t>(start) : o.first_iteration;
   pr.out.setup_seconds = t.make_local_states();
   do {
     detail::mf_run_segment(t, pr, detail::mf_segment_length(plan, pr.trace, pr.done, o.iterations), on_iteration);
@@ -173,6 +179,42 @@ double mf_baseline_updates_per_s(const io::rating_set& train, const mf_trainer_o
   }
   const double s = std::chrono::duration<double>(strata::run_clock::now() - t0).count();
   return static_cast<double>(train.size()) * epochs / std::max(s, 1e-9);
+}
+
+}  // namespace strata::ml
+
+namespace strata::ml {
+
+mf_elastic_run train_mf_elastic(const mf_trainer_options& o, double target_rmse, const elastic_options& eo, cost::elastic_policy& policy,
+                                const mf_segment_runner& run, std::function<void(const iteration_stats&)> on_iteration) {
+  if (!(target_rmse > 0) || !std::isfinite(target_rmse)) throw strata::error(errc::bad_input, "mf elastic: the target test RMSE must be finite and > 0");
+  if (o.eval_every != 1)
+    throw strata::error(errc::bad_input, "mf elastic: the policy follows the true model's test RMSE every iteration: eval-every 1");
+  if (o.rotation) throw strata::error(errc::bad_input, "mf elastic: rotation's epoch is one clock per worker: data-parallel SGD only");
+  mf_biased_model model;
+  std::uint64_t updates = 0;
+  auto segment = [&](std::uint32_t m, std::uint32_t done, std::uint32_t count) {
+    mf_trainer_options so = o;
+    so.first_iteration = done;
+    so.iterations = done + count;
+    so.keep_model = true;
+    if (done > 0) so.start = &model;
+    elastic_step<mf_run> step;
+    step.run = run(m, so);
+    for (auto& r : step.run.iterations) r.iteration -= done;  // from the segment's start (run_elastic numbers them over the run)
+    step.iterations = count;
+    for (const auto& r : step.run.iterations)
+      if (r.iteration > 0 && r.metric <= target_rmse) step.reached = true;
+    updates += step.run.sgd_updates;
+    model = std::move(step.run.model);
+    return step;
+  };
+  auto target_of = [target_rmse](const std::vector<iteration_stats>&) { return target_rmse; };
+  auto tr = run_elastic<mf_run>("mf elastic", eo, o.iterations, policy, true, target_of, segment, on_iteration);
+  auto out = elastic_result<mf_elastic_run>(std::move(tr));
+  out.sgd_updates = updates;
+  out.model = std::move(model);
+  return out;
 }
 
 }  // namespace strata::ml

@@ -21,6 +21,7 @@
 ///
 /// The bodies are compiled once, in the strata_apps library (apps/src/cocoa_trainer.cpp).
 #include <strata/cost/elastic.hpp>
+#include <trainers/elastic.hpp>
 #include <strata/ml/cocoa.hpp>
 #include <strata/ml/io/libsvm.hpp>
 #include <strata/runtime/system.hpp>
@@ -94,21 +95,9 @@ cocoa_run train_cocoa(system_base& sys, const cocoa_data& data, const cocoa_trai
 /// nothing; the first segment's set-up is not counted, as no fixed run's is).
 /// After each segment the policy (cost/elastic.hpp) picks the next m from the trace; the run
 /// stops when a round's gap meets o.tolerance × P or after o.iterations rounds.
-struct cocoa_elastic_options {
-  std::vector<std::uint32_t> workers;  ///< the candidate m; the first segment runs the largest
-  std::uint32_t every = 10;            ///< rounds per segment
-  bool count_switches = true;
-};
-/// One segment of an elastic run (rounds numbered over the whole run).
-struct cocoa_segment {
-  std::uint32_t workers = 1, first = 1, last = 0;
-  double switch_seconds = 0;  ///< wall time of the switch before it: between the segments, and the segment's own set-up and
-                              ///< tear-down (its system's start, the re-partition); 0 for the first and in simulated runs
-  std::string reason;         ///< why the policy chose this m
-};
-struct cocoa_elastic_run : cocoa_run {
-  std::vector<cocoa_segment> segments;
-};
+using cocoa_elastic_options = elastic_options;
+using cocoa_segment = elastic_segment;
+struct cocoa_elastic_run : cocoa_run, elastic_info {};  ///< (rounds, converged: iterations_run, reached)
 /// Runs one segment with `workers` workers (o has the start state and keep_state set).
 using cocoa_segment_runner = std::function<cocoa_run(std::uint32_t workers, const cocoa_trainer_options& o)>;
 

@@ -41,6 +41,10 @@ struct mf_trainer_options : run_options {
                                    ///< and 4 workers and sooner than 32 or 128 (benchmarks/results/perf/REPORT.md)
   std::uint32_t work_repeat = 1;   ///< compute each iteration's SGD pass this many times (slows workers
                                    ///< down to emulate compute-dominated iterations; updates applied once)
+  /// The iterations before this run (an elastic run's next segment, from `start`): the run is
+  /// iterations first_iteration + 1 .. `iterations` of the learning-rate schedule and the slices,
+  /// and its records are numbered so (no record 0). 0: a run from the beginning.
+  std::uint32_t first_iteration = 0;
   const mf_biased_model* start = nullptr;  ///< start from this model (its rank and mean; rows it lacks get the
                                            ///< hashed init) instead of the hashed init; not owned
 };

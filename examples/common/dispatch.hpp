@@ -70,6 +70,14 @@ struct system_options {
   bool is_tcp() const noexcept { return transport == "tcp"; }
   /// One process per node (tcp or mpi), as opposed to every node in this process.
   bool is_distributed() const noexcept { return transport == "tcp" || transport == "mpi"; }
+  /// The same system with m workers in this process: on a simulated cluster m hosts of one worker
+  /// each (an elastic run's or a CoCoA+ probe's m is machines), else m worker threads on one node.
+  system_options with_machines(std::uint32_t m) const {
+    system_options so = *this;
+    if (transport == "sim") so.nodes = m, so.workers = 1;
+    else so.nodes = 1, so.workers = m;
+    return so;
+  }
   /// This process's rank (0 unless tcp or mpi).
   strata::node_id rank() const noexcept { return is_distributed() ? cluster.rank : 0; }
   /// After parsing: inproc with --delay/--straggler becomes delayed; tcp and mpi resolve the

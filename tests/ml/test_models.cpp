@@ -9,6 +9,7 @@
 #include <strata/ml/mf_model.hpp>
 #include <strata/ml/partition.hpp>
 #include <trainers/lda_trainer.hpp>
+#include <trainers/mf_elastic.hpp>
 #include <trainers/mf_trainer.hpp>
 #include <strata/strata.hpp>
 
@@ -163,6 +164,59 @@ TEST_CASE("MF: training resumes from a saved model where the first run ended") {
   bad.start = &loaded;
   strata::system<strata::bsp> s3({.nodes = 1, .workers_per_node = 1});
   CHECK(bad_input([&] { (void)ml::train_mf(s3, train, test, bad); }).find("rank 3") != std::string::npos);
+}
+
+TEST_CASE("MF elastic m: segments go on from the last model, m changes (widest first, then scaling in), the run stops at the target") {
+  const auto [train, test] = ratings(5);
+  auto o = mf_opts(40);
+  o.keep_model = false;
+  o.eval_every = 1;
+  strata::system<strata::bsp> fixed_sys({.nodes = 1, .workers_per_node = 2});
+  const auto fixed = ml::train_mf(fixed_sys, train, test, o);
+  const double target = fixed.iterations.at(12).metric;  // reached by a fixed run of 2 workers
+  REQUIRE(target < fixed.iterations.front().metric);
+  std::vector<std::uint32_t> ran;
+  const auto segment = [&](std::uint32_t m, const ml::mf_trainer_options& so) {
+    ran.push_back(m);
+    CHECK(so.keep_model);
+    CHECK((so.first_iteration == 0) == (so.start == nullptr));
+    strata::system<strata::bsp> sys({.nodes = 1, .workers_per_node = m});
+    return ml::train_mf(sys, train, test, so);
+  };
+  strata::cost::elastic_policy policy;
+  const auto r = ml::train_mf_elastic(o, target, {.workers = {1, 2, 4}, .every = 4, .count_switches = true}, policy, segment);
+  REQUIRE(r.segments.size() >= 2);
+  CHECK(ran.at(0) == 4);
+  CHECK(ran.at(1) == 2);
+  CHECK(r.reached);
+  CHECK(r.iterations.back().metric <= target);  // it stops after the segment that reached it
+  CHECK(r.iterations_run < o.iterations);
+  REQUIRE(r.iterations.size() == r.iterations_run + 1);
+  for (std::size_t it = 1; it < r.iterations.size(); ++it) {
+    CHECK(r.iterations[it].iteration == it);
+    CHECK(r.iterations[it].elapsed_s >= r.iterations[it - 1].elapsed_s);
+  }
+  const double rmse0 = r.iterations.front().metric;
+  for (std::size_t k = 1; k < r.segments.size(); ++k) {
+    INFO("segment " << k);
+    CHECK(r.segments[k].first == r.segments[k - 1].last + 1);
+    CHECK(r.segments[k].workers == ran.at(k));
+    // The model carries: a segment's first iteration is near where the last one ended, not back at the start.
+    const double before = r.iterations.at(r.segments[k - 1].last).metric, after = r.iterations.at(r.segments[k].first).metric;
+    CHECK(after < rmse0 - 0.5 * (rmse0 - before));
+  }
+  CHECK(r.model.rmse(test.ratings) == doctest::Approx(r.final_rmse).epsilon(1e-6));
+  // Bad input: no target, no true-model evaluation, a first iteration past the end.
+  CHECK_THROWS_WITH_AS(ml::train_mf_elastic(o, 0.0, {.workers = {1, 2}}, policy, segment), doctest::Contains("target test RMSE"),
+                       strata::error);
+  auto stale = o;
+  stale.eval_every = 0;
+  CHECK_THROWS_WITH_AS(ml::train_mf_elastic(stale, target, {.workers = {1, 2}}, policy, segment), doctest::Contains("eval-every 1"),
+                       strata::error);
+  auto past = o;
+  past.first_iteration = 40;
+  strata::system<strata::bsp> s3({.nodes = 1, .workers_per_node = 1});
+  CHECK(bad_input([&] { (void)ml::train_mf(s3, train, test, past); }).find("nothing is left of 40 iterations") != std::string::npos);
 }
 
 TEST_CASE("MF: sparse ids train on dense rows, the model, its file, --load and predictions keep the original ids") {

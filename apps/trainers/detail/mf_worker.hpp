@@ -294,7 +294,7 @@ class mf_worker {
   task<> iteration(std::uint32_t j) {
     const std::uint32_t it = t_.seg_first - 1 + j;  // the iteration, numbered over the whole run
     const std::uint32_t epoch = (it - 1) / t_.K, slice = (it - 1) % t_.K;
-    if (slice == 0) new_epoch();
+    if (slice == 0 || st_.order.empty()) new_epoch();  // (empty: a run that starts mid-epoch, first_iteration, without a checkpoint's order)
     if (st_.runs.empty()) rebuild_runs();
     const std::size_t lo = slice == 0 ? 0 : st_.slice_end[slice - 1], hi = st_.slice_end[slice];
     co_await read_start(lo, hi);

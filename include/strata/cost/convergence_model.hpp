@@ -54,40 +54,20 @@ struct hemingway_features {
 
 /// F plus s·log i, s the effective staleness bound: staleness changes the rate of decay.
 template <convergence_features F>
-struct with_staleness_drag {
-  static constexpr std::size_t size = F::size + 1;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "staleness log i";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.staleness * std::log(p.iteration);
-    return x;
+struct with_staleness_drag : extend_features<F, with_staleness_drag<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"staleness log i"};
+  static std::array<double, 1> more(const probe_point& p) {
+    return {p.staleness * std::log(p.iteration)};
   }
 };
 
 /// F plus log s and log s · log i, s the data scale: with more data, one iteration does more work
 /// (the intercept) and the decay rate changes (the slope), so probes on fractions extrapolate.
 template <convergence_features F>
-struct with_scale {
-  static constexpr std::size_t size = F::size + 2;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "log s";
-    n[F::size + 1] = "log s log i";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = std::log(p.scale);
-    x[F::size + 1] = std::log(p.scale) * std::log(p.iteration);
-    return x;
+struct with_scale : extend_features<F, with_scale<F>, 2> {
+  static constexpr std::array<std::string_view, 2> more_names{"log s", "log s log i"};
+  static std::array<double, 2> more(const probe_point& p) {
+    return {std::log(p.scale), std::log(p.scale) * std::log(p.iteration)};
   }
 };
 
@@ -97,19 +77,10 @@ struct with_scale {
 /// like 1/m past it, so log(gap) ≈ a − (b + c/m)·i spans both ends with the "i" term Hemingway's
 /// features already have. (Chosen from the theorem, before any held-out run was measured.)
 template <convergence_features F>
-struct with_rate_per_worker {
-  static constexpr std::size_t size = F::size + 1;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "i/m";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.iteration / p.workers;
-    return x;
+struct with_rate_per_worker : extend_features<F, with_rate_per_worker<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"i/m"};
+  static std::array<double, 1> more(const probe_point& p) {
+    return {p.iteration / p.workers};
   }
 };
 
@@ -119,21 +90,10 @@ struct with_rate_per_worker {
 /// 0.19, 0.13 at m = 2, 4, 8, 16, 64, about linear in log m; with_rate_per_worker's b + c/m through
 /// m = 1 and 2 turned positive at m = 3. (Shaped on that workload: evaluate it on another.)
 template <convergence_features F>
-struct with_rate_log_m {
-  static constexpr std::size_t size = F::size + 2;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "i log m";
-    n[F::size + 1] = "i [m = 1]";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.iteration * std::log(p.workers);
-    x[F::size + 1] = p.workers == 1 ? p.iteration : 0.0;
-    return x;
+struct with_rate_log_m : extend_features<F, with_rate_log_m<F>, 2> {
+  static constexpr std::array<std::string_view, 2> more_names{"i log m", "i [m = 1]"};
+  static std::array<double, 2> more(const probe_point& p) {
+    return {p.iteration * std::log(p.workers), p.workers == 1 ? p.iteration : 0.0};
   }
 };
 

@@ -71,23 +71,35 @@ struct ernest_features {
   }
 };
 
-/// F plus s·(1/min(m, cores) − 1/m): with more workers than cores the compute term stops shrinking
-/// (0 while m ≤ cores, or when cores is 0).
-template <system_features F>
-struct with_cores {
-  static constexpr std::size_t size = F::size + 1;
+/// The feature set F with N more terms, appended after F's (CRTP): a decorator D derives from
+/// extend_features<F, D, N> and declares only its own terms, `static constexpr
+/// std::array<std::string_view, N> more_names` and `static std::array<double, N> more(const
+/// probe_point&)`.
+template <class F, class D, std::size_t N>
+struct extend_features {
+  static constexpr std::size_t size = F::size + N;
   static std::array<std::string_view, size> names() {
     std::array<std::string_view, size> n{};
     std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "oversubscription s/min(m,cores) - s/m";
+    std::ranges::copy(D::more_names, n.begin() + F::size);
     return n;
   }
   static std::array<double, size> features(const probe_point& p) {
     std::array<double, size> x{};
     std::ranges::copy(F::features(p), x.begin());
-    const double busy = p.cores > 0 ? std::min(p.workers, p.cores) : p.workers;
-    x[F::size] = p.scale / busy - p.scale / p.workers;
+    std::ranges::copy(D::more(p), x.begin() + F::size);
     return x;
+  }
+};
+
+/// F plus s·(1/min(m, cores) − 1/m): with more workers than cores the compute term stops shrinking
+/// (0 while m ≤ cores, or when cores is 0).
+template <system_features F>
+struct with_cores : extend_features<F, with_cores<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"oversubscription s/min(m,cores) - s/m"};
+  static std::array<double, 1> more(const probe_point& p) {
+    const double busy = p.cores > 0 ? std::min(p.workers, p.cores) : p.workers;
+    return {p.scale / busy - p.scale / p.workers};
   }
 };
 
@@ -95,19 +107,10 @@ struct with_cores {
 /// staleness bound s it does so about once per s + 1 clocks (eager pushes hide part of it: see
 /// with_push). 0 for models without a clock bound (async, vap), whose reads never wait.
 template <system_features F>
-struct with_staleness {
-  static constexpr std::size_t size = F::size + 1;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "blocking latency/(1+s)";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.bounded ? p.latency_s / (1.0 + p.staleness) : 0.0;
-    return x;
+struct with_staleness : extend_features<F, with_staleness<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"blocking latency/(1+s)"};
+  static std::array<double, 1> more(const probe_point& p) {
+    return {p.bounded ? p.latency_s / (1.0 + p.staleness) : 0.0};
   }
 };
 
@@ -115,19 +118,10 @@ struct with_staleness {
 /// for async and vap): a pull model's reads wait on some clocks whatever the staleness bound (a
 /// stale row is re-fetched when it runs out), which latency/(1+s) alone cannot express.
 template <system_features F>
-struct with_push {
-  static constexpr std::size_t size = F::size + 1;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "pull blocking latency, 0 when eager";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.eager || !p.bounded ? 0.0 : p.latency_s;
-    return x;
+struct with_push : extend_features<F, with_push<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"pull blocking latency, 0 when eager"};
+  static std::array<double, 1> more(const probe_point& p) {
+    return {p.eager || !p.bounded ? 0.0 : p.latency_s};
   }
 };
 
@@ -135,19 +129,10 @@ struct with_push {
 /// writer, whose lag grows with the compute of a clock; eager pushes (essp) and unbounded models
 /// (async, vap) hide it.
 template <system_features F>
-struct with_sync {
-  static constexpr std::size_t size = F::size + 1;
-  static std::array<std::string_view, size> names() {
-    std::array<std::string_view, size> n{};
-    std::ranges::copy(F::names(), n.begin());
-    n[F::size] = "pull sync s/m";
-    return n;
-  }
-  static std::array<double, size> features(const probe_point& p) {
-    std::array<double, size> x{};
-    std::ranges::copy(F::features(p), x.begin());
-    x[F::size] = p.eager || !p.bounded ? 0.0 : p.scale / p.workers;
-    return x;
+struct with_sync : extend_features<F, with_sync<F>, 1> {
+  static constexpr std::array<std::string_view, 1> more_names{"pull sync s/m"};
+  static std::array<double, 1> more(const probe_point& p) {
+    return {p.eager || !p.bounded ? 0.0 : p.scale / p.workers};
   }
 };
 
